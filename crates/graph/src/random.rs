@@ -1,0 +1,100 @@
+//! Seeded random DAGs shaped like training steps, for property tests and benchmarks.
+//!
+//! Deterministic: the same seed and shape give the same graph on every platform (SplitMix64).
+
+use crate::graph::{Graph, GraphBuilder, NodeId, NodeSpec};
+
+/// SplitMix64: a tiny, well-distributed, seedable generator.
+#[derive(Clone, Debug)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// A number in `0..bound` (`bound > 0`).
+    pub fn below(&mut self, bound: u64) -> u64 {
+        self.next_u64() % bound
+    }
+    /// True with probability `percent`/100.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// Shape of a random DAG.
+#[derive(Clone, Copy, Debug)]
+pub struct RandomDag {
+    /// Number of op nodes.
+    pub ops: usize,
+    /// Number of argument nodes.
+    pub arguments: usize,
+    /// Percent of ops that are views of their first input.
+    pub view_percent: u64,
+    /// Percent of ops that are impure.
+    pub impure_percent: u64,
+    /// Percent of ops that are outputs (sinks are outputs too).
+    pub output_percent: u64,
+}
+
+impl Default for RandomDag {
+    fn default() -> Self {
+        RandomDag { ops: 20, arguments: 2, view_percent: 10, impure_percent: 5, output_percent: 10 }
+    }
+}
+
+impl RandomDag {
+    /// Builds the graph for `seed`. Ids follow a topological order, arguments first.
+    pub fn generate(&self, seed: u64) -> Graph {
+        let mut rng = SplitMix64::new(seed);
+        let mut g = GraphBuilder::new();
+        let mut ids: Vec<NodeId> = Vec::new();
+        for a in 0..self.arguments {
+            ids.push(g.add(NodeSpec::argument(format!("arg{a}"), 1 + rng.below(64)), &[]));
+        }
+        let mut used = vec![false; self.arguments + self.ops];
+        for i in 0..self.ops {
+            let mut preds = Vec::new();
+            if !ids.is_empty() {
+                let fan_in = 1 + rng.below(3);
+                for _ in 0..fan_in {
+                    // Mostly recent nodes (chains), sometimes far back (skip connections).
+                    let back = if rng.chance(70) { 1 + rng.below(3) } else { 1 + rng.below(ids.len() as u64) };
+                    let p = ids[ids.len() - (back as usize).min(ids.len())];
+                    preds.push(p);
+                }
+            }
+            let bytes = if rng.chance(10) { 0 } else { 1 + rng.below(100) };
+            let mut spec = NodeSpec::op(format!("op{i}"), bytes, (1 + rng.below(10)) as f64);
+            if !preds.is_empty() && rng.chance(self.view_percent) {
+                // A view reads only its source (MLIR views' other operands are index scalars).
+                preds.truncate(1);
+                spec = spec.view_of(preds[0]);
+            } else if rng.chance(self.impure_percent) {
+                spec = spec.impure();
+            }
+            if rng.chance(self.output_percent) {
+                spec = spec.output();
+            }
+            for p in &preds {
+                used[p.index()] = true;
+            }
+            ids.push(g.add(spec, &preds));
+        }
+        for (index, &id) in ids.iter().enumerate().skip(self.arguments) {
+            if !used[index] {
+                g.node_mut(id).output = true;
+            }
+        }
+        g.finish().expect("edges point backwards, so the graph is a DAG")
+    }
+}

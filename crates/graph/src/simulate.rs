@@ -1,0 +1,234 @@
+//! The memory model: schedule validity and the per-step memory timeline.
+//!
+//! Kumar et al. (2019) §2.1 define the memory of step `i` as the sizes of
+//! `U_i = {u_i} ∪ in(u_i) ∪ ⋃_{j>i} {u' ∈ in(u_j) | prev(u', j) ≤ i}`. We track *instances*
+//! (one per step) rather than nodes, which states the same thing for repeated nodes, and add
+//! what MLIR needs (DESIGN.md, "The memory model"):
+//!
+//! * arguments are resident throughout and counted separately (`argument_bytes`);
+//! * the latest instance of every output node stays live to the end;
+//! * a view instance owns no bytes and keeps the source instance it was made from live for as
+//!   long as it is live itself.
+//!
+//! Cost: O(steps + Σ inputs) time and memory.
+
+use crate::graph::{Graph, NodeId};
+
+/// What is wrong with a schedule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScheduleErrorKind {
+    /// A step names a node id outside the graph.
+    UnknownNode,
+    /// A step executes a pinned argument.
+    ExecutesArgument,
+    /// A step uses an input that no earlier step computed.
+    InputNotComputed(NodeId),
+    /// An impure node is executed more than once.
+    ImpureRepeated,
+    /// A node is never executed.
+    NeverExecuted,
+}
+
+/// A schedule that breaks the rules, with the step (if any) and node at fault.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.describe())]
+pub struct ScheduleError {
+    /// What is wrong.
+    pub kind: ScheduleErrorKind,
+    /// The offending step, when the problem is at one.
+    pub step: Option<usize>,
+    /// The offending node.
+    pub node: NodeId,
+}
+
+impl ScheduleError {
+    fn describe(&self) -> String {
+        let at = self.step.map(|s| format!("step {s}: ")).unwrap_or_default();
+        match &self.kind {
+            ScheduleErrorKind::UnknownNode => format!("{at}node {} does not exist", self.node),
+            ScheduleErrorKind::ExecutesArgument => format!("{at}node {} is an argument and cannot be executed", self.node),
+            ScheduleErrorKind::InputNotComputed(p) => {
+                format!("{at}node {} uses node {p}, which no earlier step computed", self.node)
+            }
+            ScheduleErrorKind::ImpureRepeated => format!("{at}node {} is impure and executed twice", self.node),
+            ScheduleErrorKind::NeverExecuted => format!("node {} is never executed", self.node),
+        }
+    }
+}
+
+/// The measured memory and cost of a valid schedule.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Simulation {
+    /// Bytes resident at each step (arguments excluded).
+    pub step_bytes: Vec<u64>,
+    /// The maximum of `step_bytes` (0 for an empty schedule).
+    pub peak_bytes: u64,
+    /// The first step at which the peak is reached.
+    pub peak_step: Option<usize>,
+    /// Sum of the costs of all steps.
+    pub cost: f64,
+    /// Number of steps that re-execute a node already executed earlier.
+    pub recomputations: usize,
+}
+
+/// Checks that `schedule` is a complete, valid schedule of `graph`: every input of a step was
+/// computed by an earlier step (or is an argument), impure nodes run exactly once, and every
+/// non-argument node runs at least once.
+pub fn validate(graph: &Graph, schedule: &[NodeId]) -> Result<(), ScheduleError> {
+    let mut executed = vec![0u32; graph.len()];
+    for (step, &node) in schedule.iter().enumerate() {
+        if node.index() >= graph.len() {
+            return Err(ScheduleError { kind: ScheduleErrorKind::UnknownNode, step: Some(step), node });
+        }
+        let info = graph.node(node);
+        if info.argument {
+            return Err(ScheduleError { kind: ScheduleErrorKind::ExecutesArgument, step: Some(step), node });
+        }
+        for &p in graph.preds(node) {
+            if !graph.node(p).argument && executed[p.index()] == 0 {
+                return Err(ScheduleError {
+                    kind: ScheduleErrorKind::InputNotComputed(p),
+                    step: Some(step),
+                    node,
+                });
+            }
+        }
+        if !info.pure && executed[node.index()] > 0 {
+            return Err(ScheduleError { kind: ScheduleErrorKind::ImpureRepeated, step: Some(step), node });
+        }
+        executed[node.index()] += 1;
+    }
+    if let Some(node) = graph.ids().find(|&n| !graph.node(n).argument && executed[n.index()] == 0) {
+        return Err(ScheduleError { kind: ScheduleErrorKind::NeverExecuted, step: None, node });
+    }
+    Ok(())
+}
+
+/// Validates `schedule` and measures it under the memory model.
+pub fn simulate(graph: &Graph, schedule: &[NodeId]) -> Result<Simulation, ScheduleError> {
+    validate(graph, schedule)?;
+    let steps = schedule.len();
+    // latest[n] = the step whose instance of n is the most recent so far.
+    let mut latest: Vec<Option<usize>> = vec![None; graph.len()];
+    // end[i] = the last step at which the instance made at step i is live.
+    let mut end: Vec<usize> = (0..steps).collect();
+    // view_source[i] = the instance a view made at step i aliases.
+    let mut view_source: Vec<Option<usize>> = vec![None; steps];
+    let mut cost = 0.0;
+    let mut recomputations = 0;
+    for (step, &node) in schedule.iter().enumerate() {
+        for &p in graph.preds(node) {
+            if let Some(instance) = latest[p.index()] {
+                end[instance] = end[instance].max(step);
+            }
+        }
+        if let Some(source) = graph.node(node).view_of {
+            view_source[step] = latest[source.index()];
+        }
+        if latest[node.index()].is_some() {
+            recomputations += 1;
+        }
+        latest[node.index()] = Some(step);
+        cost += graph.node(node).cost;
+    }
+    if steps > 0 {
+        for out in graph.outputs() {
+            if let Some(instance) = latest[out.index()] {
+                end[instance] = steps - 1;
+            }
+        }
+    }
+    // A view is created after its source, so one backward sweep carries lifetimes down chains.
+    for step in (0..steps).rev() {
+        if let Some(source) = view_source[step] {
+            end[source] = end[source].max(end[step]);
+        }
+    }
+    let mut delta = vec![0i128; steps + 1];
+    for (step, &node) in schedule.iter().enumerate() {
+        let bytes = graph.node(node).bytes as i128;
+        delta[step] += bytes;
+        delta[end[step] + 1] -= bytes;
+    }
+    let mut step_bytes = Vec::with_capacity(steps);
+    let mut current: i128 = 0;
+    for d in &delta[..steps] {
+        current += d;
+        step_bytes.push(current as u64);
+    }
+    let mut peak_bytes = 0;
+    let mut peak_step = None;
+    for (i, &b) in step_bytes.iter().enumerate() {
+        if peak_step.is_none() || b > peak_bytes {
+            peak_bytes = b;
+            peak_step = Some(i);
+        }
+    }
+    Ok(Simulation { step_bytes, peak_bytes, peak_step, cost, recomputations })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{GraphBuilder, NodeSpec};
+
+    /// A chain with a skip edge, unit sizes: A feeds B and E; B -> C -> D -> E.
+    fn chain_with_skip() -> (Graph, [NodeId; 5]) {
+        let mut g = GraphBuilder::new();
+        let a = g.add(NodeSpec::op("A", 1, 1.0), &[]);
+        let b = g.add(NodeSpec::op("B", 1, 1.0), &[a]);
+        let c = g.add(NodeSpec::op("C", 1, 1.0), &[b]);
+        let d = g.add(NodeSpec::op("D", 1, 1.0), &[c]);
+        let e = g.add(NodeSpec::op("E", 1, 1.0).output(), &[a, d]);
+        (g.finish().unwrap(), [a, b, c, d, e])
+    }
+
+    #[test]
+    fn recomputing_the_skip_source_lowers_the_middle() {
+        let (g, [a, b, c, d, e]) = chain_with_skip();
+        // Without remat A is held from step 0 to E; recomputing A right before E frees it
+        // while C and D run.
+        let plain = simulate(&g, &[a, b, c, d, e]).unwrap();
+        assert_eq!(plain.step_bytes, vec![1, 2, 3, 3, 3]);
+        let remat = simulate(&g, &[a, b, c, d, a, e]).unwrap();
+        assert_eq!(remat.step_bytes, vec![1, 2, 2, 2, 2, 3]);
+        assert_eq!(remat.recomputations, 1);
+        assert_eq!(remat.cost, 6.0);
+    }
+
+    #[test]
+    fn invalid_schedules_are_named() {
+        let (g, [a, b, c, d, e]) = chain_with_skip();
+        let err = simulate(&g, &[a, c, b, d, e]).unwrap_err();
+        assert_eq!(err.kind, ScheduleErrorKind::InputNotComputed(b));
+        assert_eq!(err.step, Some(1));
+        let err = simulate(&g, &[a, b, c, d]).unwrap_err();
+        assert_eq!(err.kind, ScheduleErrorKind::NeverExecuted);
+        assert_eq!(err.node, e);
+    }
+
+    #[test]
+    fn views_keep_their_source_alive_and_arguments_are_free() {
+        let mut g = GraphBuilder::new();
+        let arg = g.add(NodeSpec::argument("x", 100), &[]);
+        let big = g.add(NodeSpec::op("big", 8, 1.0), &[arg]);
+        let view = g.add(NodeSpec::op("view", 0, 0.0).view_of(big), &[big]);
+        let other = g.add(NodeSpec::op("other", 4, 1.0), &[arg]);
+        let user = g.add(NodeSpec::op("user", 2, 1.0).output(), &[view, other]);
+        let g = g.finish().unwrap();
+        let sim = simulate(&g, &[big, view, other, user]).unwrap();
+        // `big` stays live through `user` because its view is used there.
+        assert_eq!(sim.step_bytes, vec![8, 8, 12, 14]);
+        assert_eq!(g.argument_bytes(), 100);
+    }
+
+    #[test]
+    fn impure_nodes_run_once() {
+        let mut g = GraphBuilder::new();
+        let a = g.add(NodeSpec::op("rng", 1, 1.0).impure(), &[]);
+        let b = g.add(NodeSpec::op("b", 1, 1.0).output(), &[a]);
+        let g = g.finish().unwrap();
+        let err = simulate(&g, &[a, a, b]).unwrap_err();
+        assert_eq!(err.kind, ScheduleErrorKind::ImpureRepeated);
+    }
+}
