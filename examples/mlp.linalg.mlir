@@ -17,453 +17,442 @@
 #map13 = affine_map<(d0, d1, d2) -> (d2, d0)>
 #map14 = affine_map<(d0, d1, d2) -> (d1, d2)>
 "builtin.module"() <{sym_name = "jit_step"}> ({
-  "func.func"() <{arg_attrs = [{}, {}, {}, {}, {}, {}, {}, {}], function_type = (tensor<64x128xf32>, tensor<128xf32>, tensor<128x128xf32>, tensor<128xf32>, tensor<128x10xf32>, tensor<10xf32>, tensor<16x64xf32>, tensor<16x10xf32>) -> (tensor<f32>, tensor<64x128xf32>, tensor<128xf32>, tensor<128x128xf32>, tensor<128xf32>, tensor<128x10xf32>, tensor<10xf32>), res_attrs = [{jax.result_info = "result[0]"}, {jax.result_info = "result[1][0][0]"}, {jax.result_info = "result[1][0][1]"}, {jax.result_info = "result[1][1][0]"}, {jax.result_info = "result[1][1][1]"}, {jax.result_info = "result[1][2][0]"}, {jax.result_info = "result[1][2][1]"}], sym_name = "main", sym_visibility = "public"}> ({
-  ^bb0(%arg0: tensor<64x128xf32>, %arg1: tensor<128xf32>, %arg2: tensor<128x128xf32>, %arg3: tensor<128xf32>, %arg4: tensor<128x10xf32>, %arg5: tensor<10xf32>, %arg6: tensor<16x64xf32>, %arg7: tensor<16x10xf32>):
+  "func.func"() <{arg_attrs = [{}, {}, {}, {}, {}, {}, {}, {}], function_type = (tensor<64x128xf32>, tensor<128xf32>, tensor<128x128xf32>, tensor<128xf32>, tensor<128x10xf32>, tensor<10xf32>, tensor<128x64xf32>, tensor<128x10xf32>) -> (tensor<f32>, tensor<64x128xf32>, tensor<128xf32>, tensor<128x128xf32>, tensor<128xf32>, tensor<128x10xf32>, tensor<10xf32>), res_attrs = [{jax.result_info = "result[0]"}, {jax.result_info = "result[1][0][0]"}, {jax.result_info = "result[1][0][1]"}, {jax.result_info = "result[1][1][0]"}, {jax.result_info = "result[1][1][1]"}, {jax.result_info = "result[1][2][0]"}, {jax.result_info = "result[1][2][1]"}], sym_name = "main", sym_visibility = "public"}> ({
+  ^bb0(%arg0: tensor<64x128xf32>, %arg1: tensor<128xf32>, %arg2: tensor<128x128xf32>, %arg3: tensor<128xf32>, %arg4: tensor<128x10xf32>, %arg5: tensor<10xf32>, %arg6: tensor<128x64xf32>, %arg7: tensor<128x10xf32>):
     %0 = "arith.constant"() <{value = -1.000000e+00 : f32}> : () -> f32
     %1 = "arith.constant"() <{value = dense<1.000000e-01> : tensor<f32>}> : () -> tensor<f32>
-    %2 = "arith.constant"() <{value = 1.600000e+01 : f32}> : () -> f32
+    %2 = "arith.constant"() <{value = 1.280000e+02 : f32}> : () -> f32
     %3 = "arith.constant"() <{value = 0xFF800000 : f32}> : () -> f32
     %4 = "arith.constant"() <{value = dense<0xFF800000> : tensor<f32>}> : () -> tensor<f32>
     %5 = "arith.constant"() <{value = dense<0.000000e+00> : tensor<f32>}> : () -> tensor<f32>
     %6 = "arith.constant"() <{value = 0.000000e+00 : f32}> : () -> f32
-    %7 = "tensor.empty"() : () -> tensor<16x128xf32>
+    %7 = "tensor.empty"() : () -> tensor<128x128xf32>
     %8 = "linalg.fill"(%6, %7) <{operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg222: f32, %arg223: f32):
-      "linalg.yield"(%arg222) : (f32) -> ()
-    }) : (f32, tensor<16x128xf32>) -> tensor<16x128xf32>
+    ^bb0(%arg218: f32, %arg219: f32):
+      "linalg.yield"(%arg218) : (f32) -> ()
+    }) : (f32, tensor<128x128xf32>) -> tensor<128x128xf32>
     %9 = "linalg.matmul"(%arg6, %arg0, %8) <{indexing_maps = [#map, #map1, #map2], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg219: f32, %arg220: f32, %arg221: f32):
-      %176 = "arith.mulf"(%arg219, %arg220) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %177 = "arith.addf"(%arg221, %176) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%177) : (f32) -> ()
-    }) : (tensor<16x64xf32>, tensor<64x128xf32>, tensor<16x128xf32>) -> tensor<16x128xf32>
+    ^bb0(%arg215: f32, %arg216: f32, %arg217: f32):
+      %171 = "arith.mulf"(%arg215, %arg216) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %172 = "arith.addf"(%arg217, %171) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%172) : (f32) -> ()
+    }) : (tensor<128x64xf32>, tensor<64x128xf32>, tensor<128x128xf32>) -> tensor<128x128xf32>
     %10 = "tensor.empty"() : () -> tensor<1x128xf32>
     %11 = "linalg.generic"(%arg1, %10) <{indexing_maps = [#map3, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg217: f32, %arg218: f32):
-      "linalg.yield"(%arg217) : (f32) -> ()
+    ^bb0(%arg213: f32, %arg214: f32):
+      "linalg.yield"(%arg213) : (f32) -> ()
     }) : (tensor<128xf32>, tensor<1x128xf32>) -> tensor<1x128xf32>
     %12 = "linalg.generic"(%11, %7) <{indexing_maps = [#map5, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg215: f32, %arg216: f32):
-      "linalg.yield"(%arg215) : (f32) -> ()
-    }) : (tensor<1x128xf32>, tensor<16x128xf32>) -> tensor<16x128xf32>
+    ^bb0(%arg211: f32, %arg212: f32):
+      "linalg.yield"(%arg211) : (f32) -> ()
+    }) : (tensor<1x128xf32>, tensor<128x128xf32>) -> tensor<128x128xf32>
     %13 = "linalg.generic"(%9, %12, %7) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg212: f32, %arg213: f32, %arg214: f32):
-      %175 = "arith.addf"(%arg212, %arg213) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%175) : (f32) -> ()
-    }) : (tensor<16x128xf32>, tensor<16x128xf32>, tensor<16x128xf32>) -> tensor<16x128xf32>
+    ^bb0(%arg208: f32, %arg209: f32, %arg210: f32):
+      %170 = "arith.addf"(%arg208, %arg209) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%170) : (f32) -> ()
+    }) : (tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xf32>) -> tensor<128x128xf32>
     %14 = "linalg.generic"(%5, %7) <{indexing_maps = [#map6, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg210: f32, %arg211: f32):
-      "linalg.yield"(%arg210) : (f32) -> ()
-    }) : (tensor<f32>, tensor<16x128xf32>) -> tensor<16x128xf32>
+    ^bb0(%arg206: f32, %arg207: f32):
+      "linalg.yield"(%arg206) : (f32) -> ()
+    }) : (tensor<f32>, tensor<128x128xf32>) -> tensor<128x128xf32>
     %15 = "linalg.generic"(%13, %14, %7) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg207: f32, %arg208: f32, %arg209: f32):
-      %174 = "arith.maximumf"(%arg207, %arg208) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%174) : (f32) -> ()
-    }) : (tensor<16x128xf32>, tensor<16x128xf32>, tensor<16x128xf32>) -> tensor<16x128xf32>
-    %16 = "tensor.empty"() : () -> tensor<16x128xi1>
+    ^bb0(%arg203: f32, %arg204: f32, %arg205: f32):
+      %169 = "arith.maximumf"(%arg203, %arg204) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%169) : (f32) -> ()
+    }) : (tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xf32>) -> tensor<128x128xf32>
+    %16 = "tensor.empty"() : () -> tensor<128x128xi1>
     %17 = "linalg.generic"(%13, %14, %16) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg204: f32, %arg205: f32, %arg206: i1):
-      %173 = "arith.cmpf"(%arg204, %arg205) <{fastmath = #arith.fastmath<none>, predicate = 2 : i64}> : (f32, f32) -> i1
-      "linalg.yield"(%173) : (i1) -> ()
-    }) : (tensor<16x128xf32>, tensor<16x128xf32>, tensor<16x128xi1>) -> tensor<16x128xi1>
+    ^bb0(%arg200: f32, %arg201: f32, %arg202: i1):
+      %168 = "arith.cmpf"(%arg200, %arg201) <{fastmath = #arith.fastmath<none>, predicate = 2 : i64}> : (f32, f32) -> i1
+      "linalg.yield"(%168) : (i1) -> ()
+    }) : (tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xi1>) -> tensor<128x128xi1>
     %18 = "linalg.matmul"(%15, %arg2, %8) <{indexing_maps = [#map, #map1, #map2], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg201: f32, %arg202: f32, %arg203: f32):
-      %171 = "arith.mulf"(%arg201, %arg202) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %172 = "arith.addf"(%arg203, %171) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%172) : (f32) -> ()
-    }) : (tensor<16x128xf32>, tensor<128x128xf32>, tensor<16x128xf32>) -> tensor<16x128xf32>
+    ^bb0(%arg197: f32, %arg198: f32, %arg199: f32):
+      %166 = "arith.mulf"(%arg197, %arg198) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %167 = "arith.addf"(%arg199, %166) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%167) : (f32) -> ()
+    }) : (tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xf32>) -> tensor<128x128xf32>
     %19 = "linalg.generic"(%arg3, %10) <{indexing_maps = [#map3, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg199: f32, %arg200: f32):
-      "linalg.yield"(%arg199) : (f32) -> ()
+    ^bb0(%arg195: f32, %arg196: f32):
+      "linalg.yield"(%arg195) : (f32) -> ()
     }) : (tensor<128xf32>, tensor<1x128xf32>) -> tensor<1x128xf32>
     %20 = "linalg.generic"(%19, %7) <{indexing_maps = [#map5, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg197: f32, %arg198: f32):
-      "linalg.yield"(%arg197) : (f32) -> ()
-    }) : (tensor<1x128xf32>, tensor<16x128xf32>) -> tensor<16x128xf32>
+    ^bb0(%arg193: f32, %arg194: f32):
+      "linalg.yield"(%arg193) : (f32) -> ()
+    }) : (tensor<1x128xf32>, tensor<128x128xf32>) -> tensor<128x128xf32>
     %21 = "linalg.generic"(%18, %20, %7) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg194: f32, %arg195: f32, %arg196: f32):
-      %170 = "arith.addf"(%arg194, %arg195) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%170) : (f32) -> ()
-    }) : (tensor<16x128xf32>, tensor<16x128xf32>, tensor<16x128xf32>) -> tensor<16x128xf32>
+    ^bb0(%arg190: f32, %arg191: f32, %arg192: f32):
+      %165 = "arith.addf"(%arg190, %arg191) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%165) : (f32) -> ()
+    }) : (tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xf32>) -> tensor<128x128xf32>
     %22 = "linalg.generic"(%21, %14, %7) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg191: f32, %arg192: f32, %arg193: f32):
-      %169 = "arith.maximumf"(%arg191, %arg192) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%169) : (f32) -> ()
-    }) : (tensor<16x128xf32>, tensor<16x128xf32>, tensor<16x128xf32>) -> tensor<16x128xf32>
+    ^bb0(%arg187: f32, %arg188: f32, %arg189: f32):
+      %164 = "arith.maximumf"(%arg187, %arg188) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%164) : (f32) -> ()
+    }) : (tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xf32>) -> tensor<128x128xf32>
     %23 = "linalg.generic"(%21, %14, %16) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg188: f32, %arg189: f32, %arg190: i1):
-      %168 = "arith.cmpf"(%arg188, %arg189) <{fastmath = #arith.fastmath<none>, predicate = 2 : i64}> : (f32, f32) -> i1
-      "linalg.yield"(%168) : (i1) -> ()
-    }) : (tensor<16x128xf32>, tensor<16x128xf32>, tensor<16x128xi1>) -> tensor<16x128xi1>
-    %24 = "tensor.empty"() : () -> tensor<16x10xf32>
+    ^bb0(%arg184: f32, %arg185: f32, %arg186: i1):
+      %163 = "arith.cmpf"(%arg184, %arg185) <{fastmath = #arith.fastmath<none>, predicate = 2 : i64}> : (f32, f32) -> i1
+      "linalg.yield"(%163) : (i1) -> ()
+    }) : (tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xi1>) -> tensor<128x128xi1>
+    %24 = "tensor.empty"() : () -> tensor<128x10xf32>
     %25 = "linalg.fill"(%6, %24) <{operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg186: f32, %arg187: f32):
-      "linalg.yield"(%arg186) : (f32) -> ()
-    }) : (f32, tensor<16x10xf32>) -> tensor<16x10xf32>
+    ^bb0(%arg182: f32, %arg183: f32):
+      "linalg.yield"(%arg182) : (f32) -> ()
+    }) : (f32, tensor<128x10xf32>) -> tensor<128x10xf32>
     %26 = "linalg.matmul"(%22, %arg4, %25) <{indexing_maps = [#map, #map1, #map2], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg183: f32, %arg184: f32, %arg185: f32):
-      %166 = "arith.mulf"(%arg183, %arg184) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %167 = "arith.addf"(%arg185, %166) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%167) : (f32) -> ()
-    }) : (tensor<16x128xf32>, tensor<128x10xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    ^bb0(%arg179: f32, %arg180: f32, %arg181: f32):
+      %161 = "arith.mulf"(%arg179, %arg180) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %162 = "arith.addf"(%arg181, %161) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%162) : (f32) -> ()
+    }) : (tensor<128x128xf32>, tensor<128x10xf32>, tensor<128x10xf32>) -> tensor<128x10xf32>
     %27 = "tensor.empty"() : () -> tensor<1x10xf32>
     %28 = "linalg.generic"(%arg5, %27) <{indexing_maps = [#map3, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg181: f32, %arg182: f32):
-      "linalg.yield"(%arg181) : (f32) -> ()
+    ^bb0(%arg177: f32, %arg178: f32):
+      "linalg.yield"(%arg177) : (f32) -> ()
     }) : (tensor<10xf32>, tensor<1x10xf32>) -> tensor<1x10xf32>
     %29 = "linalg.generic"(%28, %24) <{indexing_maps = [#map5, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg179: f32, %arg180: f32):
-      "linalg.yield"(%arg179) : (f32) -> ()
-    }) : (tensor<1x10xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    ^bb0(%arg175: f32, %arg176: f32):
+      "linalg.yield"(%arg175) : (f32) -> ()
+    }) : (tensor<1x10xf32>, tensor<128x10xf32>) -> tensor<128x10xf32>
     %30 = "linalg.generic"(%26, %29, %24) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg176: f32, %arg177: f32, %arg178: f32):
-      %165 = "arith.addf"(%arg176, %arg177) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%165) : (f32) -> ()
-    }) : (tensor<16x10xf32>, tensor<16x10xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
-    %31 = "tensor.empty"() : () -> tensor<16xf32>
+    ^bb0(%arg172: f32, %arg173: f32, %arg174: f32):
+      %160 = "arith.addf"(%arg172, %arg173) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%160) : (f32) -> ()
+    }) : (tensor<128x10xf32>, tensor<128x10xf32>, tensor<128x10xf32>) -> tensor<128x10xf32>
+    %31 = "tensor.empty"() : () -> tensor<128xf32>
     %32 = "linalg.fill"(%3, %31) <{operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg174: f32, %arg175: f32):
-      "linalg.yield"(%arg174) : (f32) -> ()
-    }) : (f32, tensor<16xf32>) -> tensor<16xf32>
-    %33 = "linalg.generic"(%30, %32) <{indexing_maps = [#map4, #map7], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg172: f32, %arg173: f32):
-      %164 = "arith.maximumf"(%arg173, %arg172) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%164) : (f32) -> ()
-    }) : (tensor<16x10xf32>, tensor<16xf32>) -> tensor<16xf32>
-    %34 = "linalg.generic"(%4, %31) <{indexing_maps = [#map8, #map9], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg170: f32, %arg171: f32):
       "linalg.yield"(%arg170) : (f32) -> ()
-    }) : (tensor<f32>, tensor<16xf32>) -> tensor<16xf32>
+    }) : (f32, tensor<128xf32>) -> tensor<128xf32>
+    %33 = "linalg.generic"(%30, %32) <{indexing_maps = [#map4, #map7], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    ^bb0(%arg168: f32, %arg169: f32):
+      %159 = "arith.maximumf"(%arg169, %arg168) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%159) : (f32) -> ()
+    }) : (tensor<128x10xf32>, tensor<128xf32>) -> tensor<128xf32>
+    %34 = "linalg.generic"(%4, %31) <{indexing_maps = [#map8, #map9], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    ^bb0(%arg166: f32, %arg167: f32):
+      "linalg.yield"(%arg166) : (f32) -> ()
+    }) : (tensor<f32>, tensor<128xf32>) -> tensor<128xf32>
     %35 = "linalg.generic"(%34, %33, %31) <{indexing_maps = [#map9, #map9, #map9], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg167: f32, %arg168: f32, %arg169: f32):
-      %163 = "arith.maximumf"(%arg167, %arg168) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%163) : (f32) -> ()
-    }) : (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
-    %36 = "tensor.empty"() : () -> tensor<16x1xf32>
+    ^bb0(%arg163: f32, %arg164: f32, %arg165: f32):
+      %158 = "arith.maximumf"(%arg163, %arg164) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%158) : (f32) -> ()
+    }) : (tensor<128xf32>, tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32>
+    %36 = "tensor.empty"() : () -> tensor<128x1xf32>
     %37 = "linalg.generic"(%35, %36) <{indexing_maps = [#map7, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg165: f32, %arg166: f32):
-      "linalg.yield"(%arg165) : (f32) -> ()
-    }) : (tensor<16xf32>, tensor<16x1xf32>) -> tensor<16x1xf32>
+    ^bb0(%arg161: f32, %arg162: f32):
+      "linalg.yield"(%arg161) : (f32) -> ()
+    }) : (tensor<128xf32>, tensor<128x1xf32>) -> tensor<128x1xf32>
     %38 = "linalg.generic"(%37, %24) <{indexing_maps = [#map10, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg163: f32, %arg164: f32):
-      "linalg.yield"(%arg163) : (f32) -> ()
-    }) : (tensor<16x1xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    ^bb0(%arg159: f32, %arg160: f32):
+      "linalg.yield"(%arg159) : (f32) -> ()
+    }) : (tensor<128x1xf32>, tensor<128x10xf32>) -> tensor<128x10xf32>
     %39 = "linalg.generic"(%30, %38, %24) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg160: f32, %arg161: f32, %arg162: f32):
-      %162 = "arith.subf"(%arg160, %arg161) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%162) : (f32) -> ()
-    }) : (tensor<16x10xf32>, tensor<16x10xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    ^bb0(%arg156: f32, %arg157: f32, %arg158: f32):
+      %157 = "arith.subf"(%arg156, %arg157) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%157) : (f32) -> ()
+    }) : (tensor<128x10xf32>, tensor<128x10xf32>, tensor<128x10xf32>) -> tensor<128x10xf32>
     %40 = "linalg.generic"(%39, %24) <{indexing_maps = [#map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg158: f32, %arg159: f32):
-      %161 = "math.exp"(%arg158) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%161) : (f32) -> ()
-    }) : (tensor<16x10xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
-    %41 = "linalg.fill"(%6, %31) <{operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg156: f32, %arg157: f32):
-      "linalg.yield"(%arg156) : (f32) -> ()
-    }) : (f32, tensor<16xf32>) -> tensor<16xf32>
-    %42 = "linalg.generic"(%40, %41) <{indexing_maps = [#map4, #map7], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg154: f32, %arg155: f32):
-      %160 = "arith.addf"(%arg155, %arg154) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%160) : (f32) -> ()
-    }) : (tensor<16x10xf32>, tensor<16xf32>) -> tensor<16xf32>
-    %43 = "linalg.generic"(%42, %36) <{indexing_maps = [#map7, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %156 = "math.exp"(%arg154) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
+      "linalg.yield"(%156) : (f32) -> ()
+    }) : (tensor<128x10xf32>, tensor<128x10xf32>) -> tensor<128x10xf32>
+    %41 = "linalg.fill"(%6, %31) <{operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg152: f32, %arg153: f32):
       "linalg.yield"(%arg152) : (f32) -> ()
-    }) : (tensor<16xf32>, tensor<16x1xf32>) -> tensor<16x1xf32>
-    %44 = "linalg.generic"(%43, %36) <{indexing_maps = [#map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    }) : (f32, tensor<128xf32>) -> tensor<128xf32>
+    %42 = "linalg.generic"(%40, %41) <{indexing_maps = [#map4, #map7], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg150: f32, %arg151: f32):
-      %159 = "math.log"(%arg150) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%159) : (f32) -> ()
-    }) : (tensor<16x1xf32>, tensor<16x1xf32>) -> tensor<16x1xf32>
-    %45 = "linalg.generic"(%44, %24) <{indexing_maps = [#map10, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %155 = "arith.addf"(%arg151, %arg150) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%155) : (f32) -> ()
+    }) : (tensor<128x10xf32>, tensor<128xf32>) -> tensor<128xf32>
+    %43 = "linalg.generic"(%42, %36) <{indexing_maps = [#map7, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg148: f32, %arg149: f32):
       "linalg.yield"(%arg148) : (f32) -> ()
-    }) : (tensor<16x1xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    }) : (tensor<128xf32>, tensor<128x1xf32>) -> tensor<128x1xf32>
+    %44 = "linalg.generic"(%43, %36) <{indexing_maps = [#map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    ^bb0(%arg146: f32, %arg147: f32):
+      %154 = "math.log"(%arg146) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
+      "linalg.yield"(%154) : (f32) -> ()
+    }) : (tensor<128x1xf32>, tensor<128x1xf32>) -> tensor<128x1xf32>
+    %45 = "linalg.generic"(%44, %24) <{indexing_maps = [#map10, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    ^bb0(%arg144: f32, %arg145: f32):
+      "linalg.yield"(%arg144) : (f32) -> ()
+    }) : (tensor<128x1xf32>, tensor<128x10xf32>) -> tensor<128x10xf32>
     %46 = "linalg.generic"(%39, %45, %24) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg145: f32, %arg146: f32, %arg147: f32):
-      %158 = "arith.subf"(%arg145, %arg146) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%158) : (f32) -> ()
-    }) : (tensor<16x10xf32>, tensor<16x10xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    ^bb0(%arg141: f32, %arg142: f32, %arg143: f32):
+      %153 = "arith.subf"(%arg141, %arg142) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%153) : (f32) -> ()
+    }) : (tensor<128x10xf32>, tensor<128x10xf32>, tensor<128x10xf32>) -> tensor<128x10xf32>
     %47 = "linalg.generic"(%arg7, %46, %24) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg142: f32, %arg143: f32, %arg144: f32):
-      %157 = "arith.mulf"(%arg142, %arg143) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%157) : (f32) -> ()
-    }) : (tensor<16x10xf32>, tensor<16x10xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    ^bb0(%arg138: f32, %arg139: f32, %arg140: f32):
+      %152 = "arith.mulf"(%arg138, %arg139) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%152) : (f32) -> ()
+    }) : (tensor<128x10xf32>, tensor<128x10xf32>, tensor<128x10xf32>) -> tensor<128x10xf32>
     %48 = "linalg.generic"(%47, %41) <{indexing_maps = [#map4, #map7], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg140: f32, %arg141: f32):
-      %156 = "arith.addf"(%arg141, %arg140) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%156) : (f32) -> ()
-    }) : (tensor<16x10xf32>, tensor<16xf32>) -> tensor<16xf32>
+    ^bb0(%arg136: f32, %arg137: f32):
+      %151 = "arith.addf"(%arg137, %arg136) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%151) : (f32) -> ()
+    }) : (tensor<128x10xf32>, tensor<128xf32>) -> tensor<128xf32>
     %49 = "tensor.empty"() : () -> tensor<f32>
     %50 = "linalg.fill"(%6, %49) <{operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg138: f32, %arg139: f32):
-      "linalg.yield"(%arg138) : (f32) -> ()
+    ^bb0(%arg134: f32, %arg135: f32):
+      "linalg.yield"(%arg134) : (f32) -> ()
     }) : (f32, tensor<f32>) -> tensor<f32>
     %51 = "linalg.generic"(%48, %50) <{indexing_maps = [#map9, #map8], iterator_types = [#linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg136: f32, %arg137: f32):
-      %155 = "arith.addf"(%arg137, %arg136) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%155) : (f32) -> ()
-    }) : (tensor<16xf32>, tensor<f32>) -> tensor<f32>
+    ^bb0(%arg132: f32, %arg133: f32):
+      %150 = "arith.addf"(%arg133, %arg132) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%150) : (f32) -> ()
+    }) : (tensor<128xf32>, tensor<f32>) -> tensor<f32>
     %52 = "linalg.generic"(%51, %49) <{indexing_maps = [#map11, #map11], iterator_types = [], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg134: f32, %arg135: f32):
-      %154 = "arith.divf"(%arg134, %2) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%154) : (f32) -> ()
+    ^bb0(%arg130: f32, %arg131: f32):
+      %149 = "arith.divf"(%arg130, %2) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%149) : (f32) -> ()
     }) : (tensor<f32>, tensor<f32>) -> tensor<f32>
     %53 = "linalg.generic"(%52, %49) <{indexing_maps = [#map11, #map11], iterator_types = [], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg132: f32, %arg133: f32):
-      %153 = "arith.negf"(%arg132) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%153) : (f32) -> ()
+    ^bb0(%arg128: f32, %arg129: f32):
+      %148 = "arith.negf"(%arg128) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
+      "linalg.yield"(%148) : (f32) -> ()
     }) : (tensor<f32>, tensor<f32>) -> tensor<f32>
     %54 = "linalg.generic"(%49) <{indexing_maps = [#map11], iterator_types = [], operandSegmentSizes = array<i32: 0, 1>}> ({
-    ^bb0(%arg131: f32):
+    ^bb0(%arg127: f32):
       "linalg.yield"(%0) : (f32) -> ()
     }) : (tensor<f32>) -> tensor<f32>
     %55 = "linalg.generic"(%54, %49) <{indexing_maps = [#map11, #map11], iterator_types = [], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg129: f32, %arg130: f32):
-      %152 = "arith.divf"(%arg129, %2) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%152) : (f32) -> ()
+    ^bb0(%arg125: f32, %arg126: f32):
+      %147 = "arith.divf"(%arg125, %2) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%147) : (f32) -> ()
     }) : (tensor<f32>, tensor<f32>) -> tensor<f32>
     %56 = "linalg.generic"(%55, %31) <{indexing_maps = [#map8, #map9], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg127: f32, %arg128: f32):
-      "linalg.yield"(%arg127) : (f32) -> ()
-    }) : (tensor<f32>, tensor<16xf32>) -> tensor<16xf32>
+    ^bb0(%arg123: f32, %arg124: f32):
+      "linalg.yield"(%arg123) : (f32) -> ()
+    }) : (tensor<f32>, tensor<128xf32>) -> tensor<128xf32>
     %57 = "linalg.generic"(%56, %24) <{indexing_maps = [#map7, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg125: f32, %arg126: f32):
-      "linalg.yield"(%arg125) : (f32) -> ()
-    }) : (tensor<16xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    ^bb0(%arg121: f32, %arg122: f32):
+      "linalg.yield"(%arg121) : (f32) -> ()
+    }) : (tensor<128xf32>, tensor<128x10xf32>) -> tensor<128x10xf32>
     %58 = "linalg.generic"(%arg7, %57, %24) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg122: f32, %arg123: f32, %arg124: f32):
-      %151 = "arith.mulf"(%arg122, %arg123) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%151) : (f32) -> ()
-    }) : (tensor<16x10xf32>, tensor<16x10xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
-    %59 = "linalg.generic"(%58, %24) <{indexing_maps = [#map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg120: f32, %arg121: f32):
-      %150 = "arith.negf"(%arg120) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%150) : (f32) -> ()
-    }) : (tensor<16x10xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
-    %60 = "linalg.generic"(%59, %41) <{indexing_maps = [#map4, #map7], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg118: f32, %arg119: f32):
-      %149 = "arith.addf"(%arg119, %arg118) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%149) : (f32) -> ()
-    }) : (tensor<16x10xf32>, tensor<16xf32>) -> tensor<16xf32>
-    %61 = "tensor.expand_shape"(%60) <{reassociation = [[0, 1]], static_output_shape = array<i64: 16, 1>}> : (tensor<16xf32>) -> tensor<16x1xf32>
-    %62 = "linalg.generic"(%61, %43, %36) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg115: f32, %arg116: f32, %arg117: f32):
-      %148 = "arith.divf"(%arg115, %arg116) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%148) : (f32) -> ()
-    }) : (tensor<16x1xf32>, tensor<16x1xf32>, tensor<16x1xf32>) -> tensor<16x1xf32>
-    %63 = "linalg.generic"(%62, %41) <{indexing_maps = [#map4, #map7], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg113: f32, %arg114: f32):
-      %147 = "arith.addf"(%arg114, %arg113) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%147) : (f32) -> ()
-    }) : (tensor<16x1xf32>, tensor<16xf32>) -> tensor<16xf32>
-    %64 = "linalg.generic"(%63, %24) <{indexing_maps = [#map7, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg111: f32, %arg112: f32):
-      "linalg.yield"(%arg111) : (f32) -> ()
-    }) : (tensor<16xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
-    %65 = "linalg.generic"(%64, %40, %24) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg108: f32, %arg109: f32, %arg110: f32):
-      %146 = "arith.mulf"(%arg108, %arg109) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    ^bb0(%arg118: f32, %arg119: f32, %arg120: f32):
+      %146 = "arith.mulf"(%arg118, %arg119) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%146) : (f32) -> ()
-    }) : (tensor<16x10xf32>, tensor<16x10xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
-    %66 = "linalg.generic"(%58, %65, %24) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg105: f32, %arg106: f32, %arg107: f32):
-      %145 = "arith.addf"(%arg105, %arg106) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    }) : (tensor<128x10xf32>, tensor<128x10xf32>, tensor<128x10xf32>) -> tensor<128x10xf32>
+    %59 = "linalg.generic"(%58, %24) <{indexing_maps = [#map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    ^bb0(%arg116: f32, %arg117: f32):
+      %145 = "arith.negf"(%arg116) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
       "linalg.yield"(%145) : (f32) -> ()
-    }) : (tensor<16x10xf32>, tensor<16x10xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    }) : (tensor<128x10xf32>, tensor<128x10xf32>) -> tensor<128x10xf32>
+    %60 = "linalg.generic"(%59, %41) <{indexing_maps = [#map4, #map7], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    ^bb0(%arg114: f32, %arg115: f32):
+      %144 = "arith.addf"(%arg115, %arg114) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%144) : (f32) -> ()
+    }) : (tensor<128x10xf32>, tensor<128xf32>) -> tensor<128xf32>
+    %61 = "tensor.expand_shape"(%60) <{reassociation = [[0, 1]], static_output_shape = array<i64: 128, 1>}> : (tensor<128xf32>) -> tensor<128x1xf32>
+    %62 = "linalg.generic"(%61, %43, %36) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg111: f32, %arg112: f32, %arg113: f32):
+      %143 = "arith.divf"(%arg111, %arg112) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%143) : (f32) -> ()
+    }) : (tensor<128x1xf32>, tensor<128x1xf32>, tensor<128x1xf32>) -> tensor<128x1xf32>
+    %63 = "linalg.generic"(%62, %41) <{indexing_maps = [#map4, #map7], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    ^bb0(%arg109: f32, %arg110: f32):
+      %142 = "arith.addf"(%arg110, %arg109) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%142) : (f32) -> ()
+    }) : (tensor<128x1xf32>, tensor<128xf32>) -> tensor<128xf32>
+    %64 = "linalg.generic"(%63, %24) <{indexing_maps = [#map7, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    ^bb0(%arg107: f32, %arg108: f32):
+      "linalg.yield"(%arg107) : (f32) -> ()
+    }) : (tensor<128xf32>, tensor<128x10xf32>) -> tensor<128x10xf32>
+    %65 = "linalg.generic"(%64, %40, %24) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg104: f32, %arg105: f32, %arg106: f32):
+      %141 = "arith.mulf"(%arg104, %arg105) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%141) : (f32) -> ()
+    }) : (tensor<128x10xf32>, tensor<128x10xf32>, tensor<128x10xf32>) -> tensor<128x10xf32>
+    %66 = "linalg.generic"(%58, %65, %24) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg101: f32, %arg102: f32, %arg103: f32):
+      %140 = "arith.addf"(%arg101, %arg102) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%140) : (f32) -> ()
+    }) : (tensor<128x10xf32>, tensor<128x10xf32>, tensor<128x10xf32>) -> tensor<128x10xf32>
     %67 = "tensor.empty"() : () -> tensor<10xf32>
     %68 = "linalg.fill"(%6, %67) <{operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg103: f32, %arg104: f32):
-      "linalg.yield"(%arg103) : (f32) -> ()
+    ^bb0(%arg99: f32, %arg100: f32):
+      "linalg.yield"(%arg99) : (f32) -> ()
     }) : (f32, tensor<10xf32>) -> tensor<10xf32>
     %69 = "linalg.generic"(%66, %68) <{indexing_maps = [#map12, #map7], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg101: f32, %arg102: f32):
-      %144 = "arith.addf"(%arg102, %arg101) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%144) : (f32) -> ()
-    }) : (tensor<16x10xf32>, tensor<10xf32>) -> tensor<10xf32>
+    ^bb0(%arg97: f32, %arg98: f32):
+      %139 = "arith.addf"(%arg98, %arg97) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%139) : (f32) -> ()
+    }) : (tensor<128x10xf32>, tensor<10xf32>) -> tensor<10xf32>
     %70 = "tensor.expand_shape"(%69) <{reassociation = [[0, 1]], static_output_shape = array<i64: 1, 10>}> : (tensor<10xf32>) -> tensor<1x10xf32>
     %71 = "linalg.generic"(%70, %68) <{indexing_maps = [#map12, #map7], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg99: f32, %arg100: f32):
-      %143 = "arith.addf"(%arg100, %arg99) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%143) : (f32) -> ()
+    ^bb0(%arg95: f32, %arg96: f32):
+      %138 = "arith.addf"(%arg96, %arg95) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%138) : (f32) -> ()
     }) : (tensor<1x10xf32>, tensor<10xf32>) -> tensor<10xf32>
     %72 = "tensor.empty"() : () -> tensor<10x128xf32>
     %73 = "linalg.fill"(%6, %72) <{operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg97: f32, %arg98: f32):
-      "linalg.yield"(%arg97) : (f32) -> ()
+    ^bb0(%arg93: f32, %arg94: f32):
+      "linalg.yield"(%arg93) : (f32) -> ()
     }) : (f32, tensor<10x128xf32>) -> tensor<10x128xf32>
     %74 = "linalg.generic"(%66, %22, %73) <{indexing_maps = [#map13, #map1, #map2], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg94: f32, %arg95: f32, %arg96: f32):
-      %141 = "arith.mulf"(%arg94, %arg95) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %142 = "arith.addf"(%arg96, %141) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%142) : (f32) -> ()
-    }) : (tensor<16x10xf32>, tensor<16x128xf32>, tensor<10x128xf32>) -> tensor<10x128xf32>
-    %75 = "tensor.empty"() : () -> tensor<128x10xf32>
-    %76 = "linalg.generic"(%74, %75) <{indexing_maps = [#map12, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg92: f32, %arg93: f32):
-      "linalg.yield"(%arg92) : (f32) -> ()
-    }) : (tensor<10x128xf32>, tensor<128x10xf32>) -> tensor<128x10xf32>
-    %77 = "linalg.generic"(%66, %arg4, %8) <{indexing_maps = [#map, #map14, #map2], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg89: f32, %arg90: f32, %arg91: f32):
-      %139 = "arith.mulf"(%arg89, %arg90) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %140 = "arith.addf"(%arg91, %139) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%140) : (f32) -> ()
-    }) : (tensor<16x10xf32>, tensor<128x10xf32>, tensor<16x128xf32>) -> tensor<16x128xf32>
-    %78 = "linalg.generic"(%23, %77, %14, %7) <{indexing_maps = [#map4, #map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 3, 1>}> ({
-    ^bb0(%arg85: i1, %arg86: f32, %arg87: f32, %arg88: f32):
-      %138 = "arith.select"(%arg85, %arg86, %arg87) : (i1, f32, f32) -> f32
-      "linalg.yield"(%138) : (f32) -> ()
-    }) : (tensor<16x128xi1>, tensor<16x128xf32>, tensor<16x128xf32>, tensor<16x128xf32>) -> tensor<16x128xf32>
-    %79 = "tensor.empty"() : () -> tensor<128xf32>
-    %80 = "linalg.fill"(%6, %79) <{operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg83: f32, %arg84: f32):
-      "linalg.yield"(%arg83) : (f32) -> ()
-    }) : (f32, tensor<128xf32>) -> tensor<128xf32>
-    %81 = "linalg.generic"(%78, %80) <{indexing_maps = [#map12, #map7], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg81: f32, %arg82: f32):
-      %137 = "arith.addf"(%arg82, %arg81) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    ^bb0(%arg90: f32, %arg91: f32, %arg92: f32):
+      %136 = "arith.mulf"(%arg90, %arg91) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %137 = "arith.addf"(%arg92, %136) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%137) : (f32) -> ()
-    }) : (tensor<16x128xf32>, tensor<128xf32>) -> tensor<128xf32>
-    %82 = "tensor.expand_shape"(%81) <{reassociation = [[0, 1]], static_output_shape = array<i64: 1, 128>}> : (tensor<128xf32>) -> tensor<1x128xf32>
-    %83 = "linalg.generic"(%82, %80) <{indexing_maps = [#map12, #map7], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg79: f32, %arg80: f32):
-      %136 = "arith.addf"(%arg80, %arg79) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%136) : (f32) -> ()
-    }) : (tensor<1x128xf32>, tensor<128xf32>) -> tensor<128xf32>
-    %84 = "tensor.empty"() : () -> tensor<128x128xf32>
-    %85 = "linalg.fill"(%6, %84) <{operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg77: f32, %arg78: f32):
-      "linalg.yield"(%arg77) : (f32) -> ()
-    }) : (f32, tensor<128x128xf32>) -> tensor<128x128xf32>
-    %86 = "linalg.generic"(%78, %15, %85) <{indexing_maps = [#map13, #map1, #map2], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg74: f32, %arg75: f32, %arg76: f32):
-      %134 = "arith.mulf"(%arg74, %arg75) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %135 = "arith.addf"(%arg76, %134) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    }) : (tensor<128x10xf32>, tensor<128x128xf32>, tensor<10x128xf32>) -> tensor<10x128xf32>
+    %75 = "linalg.generic"(%74, %24) <{indexing_maps = [#map12, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    ^bb0(%arg88: f32, %arg89: f32):
+      "linalg.yield"(%arg88) : (f32) -> ()
+    }) : (tensor<10x128xf32>, tensor<128x10xf32>) -> tensor<128x10xf32>
+    %76 = "linalg.generic"(%66, %arg4, %8) <{indexing_maps = [#map, #map14, #map2], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg85: f32, %arg86: f32, %arg87: f32):
+      %134 = "arith.mulf"(%arg85, %arg86) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %135 = "arith.addf"(%arg87, %134) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%135) : (f32) -> ()
-    }) : (tensor<16x128xf32>, tensor<16x128xf32>, tensor<128x128xf32>) -> tensor<128x128xf32>
-    %87 = "linalg.generic"(%86, %84) <{indexing_maps = [#map12, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    }) : (tensor<128x10xf32>, tensor<128x10xf32>, tensor<128x128xf32>) -> tensor<128x128xf32>
+    %77 = "linalg.generic"(%23, %76, %14, %7) <{indexing_maps = [#map4, #map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 3, 1>}> ({
+    ^bb0(%arg81: i1, %arg82: f32, %arg83: f32, %arg84: f32):
+      %133 = "arith.select"(%arg81, %arg82, %arg83) : (i1, f32, f32) -> f32
+      "linalg.yield"(%133) : (f32) -> ()
+    }) : (tensor<128x128xi1>, tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xf32>) -> tensor<128x128xf32>
+    %78 = "linalg.generic"(%77, %41) <{indexing_maps = [#map12, #map7], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    ^bb0(%arg79: f32, %arg80: f32):
+      %132 = "arith.addf"(%arg80, %arg79) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%132) : (f32) -> ()
+    }) : (tensor<128x128xf32>, tensor<128xf32>) -> tensor<128xf32>
+    %79 = "tensor.expand_shape"(%78) <{reassociation = [[0, 1]], static_output_shape = array<i64: 1, 128>}> : (tensor<128xf32>) -> tensor<1x128xf32>
+    %80 = "linalg.generic"(%79, %41) <{indexing_maps = [#map12, #map7], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    ^bb0(%arg77: f32, %arg78: f32):
+      %131 = "arith.addf"(%arg78, %arg77) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%131) : (f32) -> ()
+    }) : (tensor<1x128xf32>, tensor<128xf32>) -> tensor<128xf32>
+    %81 = "linalg.generic"(%77, %15, %8) <{indexing_maps = [#map13, #map1, #map2], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg74: f32, %arg75: f32, %arg76: f32):
+      %129 = "arith.mulf"(%arg74, %arg75) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %130 = "arith.addf"(%arg76, %129) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%130) : (f32) -> ()
+    }) : (tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xf32>) -> tensor<128x128xf32>
+    %82 = "linalg.generic"(%81, %7) <{indexing_maps = [#map12, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg72: f32, %arg73: f32):
       "linalg.yield"(%arg72) : (f32) -> ()
     }) : (tensor<128x128xf32>, tensor<128x128xf32>) -> tensor<128x128xf32>
-    %88 = "linalg.generic"(%78, %arg2, %8) <{indexing_maps = [#map, #map14, #map2], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %83 = "linalg.generic"(%77, %arg2, %8) <{indexing_maps = [#map, #map14, #map2], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg69: f32, %arg70: f32, %arg71: f32):
-      %132 = "arith.mulf"(%arg69, %arg70) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %133 = "arith.addf"(%arg71, %132) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%133) : (f32) -> ()
-    }) : (tensor<16x128xf32>, tensor<128x128xf32>, tensor<16x128xf32>) -> tensor<16x128xf32>
-    %89 = "linalg.generic"(%17, %88, %14, %7) <{indexing_maps = [#map4, #map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 3, 1>}> ({
+      %127 = "arith.mulf"(%arg69, %arg70) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %128 = "arith.addf"(%arg71, %127) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%128) : (f32) -> ()
+    }) : (tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xf32>) -> tensor<128x128xf32>
+    %84 = "linalg.generic"(%17, %83, %14, %7) <{indexing_maps = [#map4, #map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 3, 1>}> ({
     ^bb0(%arg65: i1, %arg66: f32, %arg67: f32, %arg68: f32):
-      %131 = "arith.select"(%arg65, %arg66, %arg67) : (i1, f32, f32) -> f32
-      "linalg.yield"(%131) : (f32) -> ()
-    }) : (tensor<16x128xi1>, tensor<16x128xf32>, tensor<16x128xf32>, tensor<16x128xf32>) -> tensor<16x128xf32>
-    %90 = "linalg.generic"(%89, %80) <{indexing_maps = [#map12, #map7], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %126 = "arith.select"(%arg65, %arg66, %arg67) : (i1, f32, f32) -> f32
+      "linalg.yield"(%126) : (f32) -> ()
+    }) : (tensor<128x128xi1>, tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xf32>) -> tensor<128x128xf32>
+    %85 = "linalg.generic"(%84, %41) <{indexing_maps = [#map12, #map7], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg63: f32, %arg64: f32):
-      %130 = "arith.addf"(%arg64, %arg63) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%130) : (f32) -> ()
-    }) : (tensor<16x128xf32>, tensor<128xf32>) -> tensor<128xf32>
-    %91 = "tensor.expand_shape"(%90) <{reassociation = [[0, 1]], static_output_shape = array<i64: 1, 128>}> : (tensor<128xf32>) -> tensor<1x128xf32>
-    %92 = "linalg.generic"(%91, %80) <{indexing_maps = [#map12, #map7], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %125 = "arith.addf"(%arg64, %arg63) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%125) : (f32) -> ()
+    }) : (tensor<128x128xf32>, tensor<128xf32>) -> tensor<128xf32>
+    %86 = "tensor.expand_shape"(%85) <{reassociation = [[0, 1]], static_output_shape = array<i64: 1, 128>}> : (tensor<128xf32>) -> tensor<1x128xf32>
+    %87 = "linalg.generic"(%86, %41) <{indexing_maps = [#map12, #map7], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg61: f32, %arg62: f32):
-      %129 = "arith.addf"(%arg62, %arg61) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%129) : (f32) -> ()
+      %124 = "arith.addf"(%arg62, %arg61) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%124) : (f32) -> ()
     }) : (tensor<1x128xf32>, tensor<128xf32>) -> tensor<128xf32>
-    %93 = "tensor.empty"() : () -> tensor<128x64xf32>
-    %94 = "linalg.fill"(%6, %93) <{operandSegmentSizes = array<i32: 1, 1>}> ({
+    %88 = "tensor.empty"() : () -> tensor<128x64xf32>
+    %89 = "linalg.fill"(%6, %88) <{operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg59: f32, %arg60: f32):
       "linalg.yield"(%arg59) : (f32) -> ()
     }) : (f32, tensor<128x64xf32>) -> tensor<128x64xf32>
-    %95 = "linalg.generic"(%89, %arg6, %94) <{indexing_maps = [#map13, #map1, #map2], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %90 = "linalg.generic"(%84, %arg6, %89) <{indexing_maps = [#map13, #map1, #map2], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg56: f32, %arg57: f32, %arg58: f32):
-      %127 = "arith.mulf"(%arg56, %arg57) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %128 = "arith.addf"(%arg58, %127) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%128) : (f32) -> ()
-    }) : (tensor<16x128xf32>, tensor<16x64xf32>, tensor<128x64xf32>) -> tensor<128x64xf32>
-    %96 = "tensor.empty"() : () -> tensor<64x128xf32>
-    %97 = "linalg.generic"(%95, %96) <{indexing_maps = [#map12, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %122 = "arith.mulf"(%arg56, %arg57) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %123 = "arith.addf"(%arg58, %122) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%123) : (f32) -> ()
+    }) : (tensor<128x128xf32>, tensor<128x64xf32>, tensor<128x64xf32>) -> tensor<128x64xf32>
+    %91 = "tensor.empty"() : () -> tensor<64x128xf32>
+    %92 = "linalg.generic"(%90, %91) <{indexing_maps = [#map12, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg54: f32, %arg55: f32):
       "linalg.yield"(%arg54) : (f32) -> ()
     }) : (tensor<128x64xf32>, tensor<64x128xf32>) -> tensor<64x128xf32>
-    %98 = "linalg.generic"(%1, %96) <{indexing_maps = [#map6, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %93 = "linalg.generic"(%1, %91) <{indexing_maps = [#map6, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg52: f32, %arg53: f32):
       "linalg.yield"(%arg52) : (f32) -> ()
     }) : (tensor<f32>, tensor<64x128xf32>) -> tensor<64x128xf32>
-    %99 = "linalg.generic"(%98, %97, %96) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %94 = "linalg.generic"(%93, %92, %91) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg49: f32, %arg50: f32, %arg51: f32):
-      %126 = "arith.mulf"(%arg49, %arg50) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%126) : (f32) -> ()
+      %121 = "arith.mulf"(%arg49, %arg50) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%121) : (f32) -> ()
     }) : (tensor<64x128xf32>, tensor<64x128xf32>, tensor<64x128xf32>) -> tensor<64x128xf32>
-    %100 = "linalg.generic"(%arg0, %99, %96) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %95 = "linalg.generic"(%arg0, %94, %91) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg46: f32, %arg47: f32, %arg48: f32):
-      %125 = "arith.subf"(%arg46, %arg47) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%125) : (f32) -> ()
+      %120 = "arith.subf"(%arg46, %arg47) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%120) : (f32) -> ()
     }) : (tensor<64x128xf32>, tensor<64x128xf32>, tensor<64x128xf32>) -> tensor<64x128xf32>
-    %101 = "linalg.generic"(%1, %79) <{indexing_maps = [#map8, #map9], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %96 = "linalg.generic"(%1, %31) <{indexing_maps = [#map8, #map9], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg44: f32, %arg45: f32):
       "linalg.yield"(%arg44) : (f32) -> ()
     }) : (tensor<f32>, tensor<128xf32>) -> tensor<128xf32>
-    %102 = "linalg.generic"(%101, %92, %79) <{indexing_maps = [#map9, #map9, #map9], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %97 = "linalg.generic"(%96, %87, %31) <{indexing_maps = [#map9, #map9, #map9], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg41: f32, %arg42: f32, %arg43: f32):
-      %124 = "arith.mulf"(%arg41, %arg42) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%124) : (f32) -> ()
+      %119 = "arith.mulf"(%arg41, %arg42) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%119) : (f32) -> ()
     }) : (tensor<128xf32>, tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32>
-    %103 = "linalg.generic"(%arg1, %102, %79) <{indexing_maps = [#map9, #map9, #map9], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %98 = "linalg.generic"(%arg1, %97, %31) <{indexing_maps = [#map9, #map9, #map9], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg38: f32, %arg39: f32, %arg40: f32):
-      %123 = "arith.subf"(%arg38, %arg39) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%123) : (f32) -> ()
+      %118 = "arith.subf"(%arg38, %arg39) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%118) : (f32) -> ()
     }) : (tensor<128xf32>, tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32>
-    %104 = "linalg.generic"(%1, %84) <{indexing_maps = [#map6, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %99 = "linalg.generic"(%1, %7) <{indexing_maps = [#map6, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg36: f32, %arg37: f32):
       "linalg.yield"(%arg36) : (f32) -> ()
     }) : (tensor<f32>, tensor<128x128xf32>) -> tensor<128x128xf32>
-    %105 = "linalg.generic"(%104, %87, %84) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %100 = "linalg.generic"(%99, %82, %7) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg33: f32, %arg34: f32, %arg35: f32):
-      %122 = "arith.mulf"(%arg33, %arg34) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%122) : (f32) -> ()
+      %117 = "arith.mulf"(%arg33, %arg34) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%117) : (f32) -> ()
     }) : (tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xf32>) -> tensor<128x128xf32>
-    %106 = "linalg.generic"(%arg2, %105, %84) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %101 = "linalg.generic"(%arg2, %100, %7) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg30: f32, %arg31: f32, %arg32: f32):
-      %121 = "arith.subf"(%arg30, %arg31) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%121) : (f32) -> ()
+      %116 = "arith.subf"(%arg30, %arg31) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%116) : (f32) -> ()
     }) : (tensor<128x128xf32>, tensor<128x128xf32>, tensor<128x128xf32>) -> tensor<128x128xf32>
-    %107 = "linalg.generic"(%101, %83, %79) <{indexing_maps = [#map9, #map9, #map9], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %102 = "linalg.generic"(%96, %80, %31) <{indexing_maps = [#map9, #map9, #map9], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg27: f32, %arg28: f32, %arg29: f32):
-      %120 = "arith.mulf"(%arg27, %arg28) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%120) : (f32) -> ()
+      %115 = "arith.mulf"(%arg27, %arg28) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%115) : (f32) -> ()
     }) : (tensor<128xf32>, tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32>
-    %108 = "linalg.generic"(%arg3, %107, %79) <{indexing_maps = [#map9, #map9, #map9], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %103 = "linalg.generic"(%arg3, %102, %31) <{indexing_maps = [#map9, #map9, #map9], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg24: f32, %arg25: f32, %arg26: f32):
-      %119 = "arith.subf"(%arg24, %arg25) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%119) : (f32) -> ()
+      %114 = "arith.subf"(%arg24, %arg25) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%114) : (f32) -> ()
     }) : (tensor<128xf32>, tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32>
-    %109 = "linalg.generic"(%1, %75) <{indexing_maps = [#map6, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %104 = "linalg.generic"(%1, %24) <{indexing_maps = [#map6, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg22: f32, %arg23: f32):
       "linalg.yield"(%arg22) : (f32) -> ()
     }) : (tensor<f32>, tensor<128x10xf32>) -> tensor<128x10xf32>
-    %110 = "linalg.generic"(%109, %76, %75) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %105 = "linalg.generic"(%104, %75, %24) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg19: f32, %arg20: f32, %arg21: f32):
-      %118 = "arith.mulf"(%arg19, %arg20) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%118) : (f32) -> ()
+      %113 = "arith.mulf"(%arg19, %arg20) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%113) : (f32) -> ()
     }) : (tensor<128x10xf32>, tensor<128x10xf32>, tensor<128x10xf32>) -> tensor<128x10xf32>
-    %111 = "linalg.generic"(%arg4, %110, %75) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %106 = "linalg.generic"(%arg4, %105, %24) <{indexing_maps = [#map4, #map4, #map4], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg16: f32, %arg17: f32, %arg18: f32):
-      %117 = "arith.subf"(%arg16, %arg17) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%117) : (f32) -> ()
+      %112 = "arith.subf"(%arg16, %arg17) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%112) : (f32) -> ()
     }) : (tensor<128x10xf32>, tensor<128x10xf32>, tensor<128x10xf32>) -> tensor<128x10xf32>
-    %112 = "linalg.generic"(%1, %67) <{indexing_maps = [#map8, #map9], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %107 = "linalg.generic"(%1, %67) <{indexing_maps = [#map8, #map9], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg14: f32, %arg15: f32):
       "linalg.yield"(%arg14) : (f32) -> ()
     }) : (tensor<f32>, tensor<10xf32>) -> tensor<10xf32>
-    %113 = "linalg.generic"(%112, %71, %67) <{indexing_maps = [#map9, #map9, #map9], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %108 = "linalg.generic"(%107, %71, %67) <{indexing_maps = [#map9, #map9, #map9], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg11: f32, %arg12: f32, %arg13: f32):
-      %116 = "arith.mulf"(%arg11, %arg12) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%116) : (f32) -> ()
+      %111 = "arith.mulf"(%arg11, %arg12) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%111) : (f32) -> ()
     }) : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>) -> tensor<10xf32>
-    %114 = "linalg.generic"(%arg5, %113, %67) <{indexing_maps = [#map9, #map9, #map9], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %109 = "linalg.generic"(%arg5, %108, %67) <{indexing_maps = [#map9, #map9, #map9], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg8: f32, %arg9: f32, %arg10: f32):
-      %115 = "arith.subf"(%arg8, %arg9) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%115) : (f32) -> ()
+      %110 = "arith.subf"(%arg8, %arg9) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%110) : (f32) -> ()
     }) : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>) -> tensor<10xf32>
-    "func.return"(%53, %100, %103, %106, %108, %111, %114) : (tensor<f32>, tensor<64x128xf32>, tensor<128xf32>, tensor<128x128xf32>, tensor<128xf32>, tensor<128x10xf32>, tensor<10xf32>) -> ()
+    "func.return"(%53, %95, %98, %101, %103, %106, %109) : (tensor<f32>, tensor<64x128xf32>, tensor<128xf32>, tensor<128x128xf32>, tensor<128xf32>, tensor<128x10xf32>, tensor<10xf32>) -> ()
   }) : () -> ()
 }) {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} : () -> ()

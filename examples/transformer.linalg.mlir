@@ -42,11 +42,11 @@
 #map38 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4, d2)>
 #map39 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3, d2)>
 "builtin.module"() <{sym_name = "jit_step"}> ({
-  "func.func"() <{arg_attrs = [{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}], function_type = (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<64xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>, tensor<64x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<64xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>, tensor<64x32xf32>, tensor<32x10xf32>, tensor<10xf32>, tensor<32xf32>, tensor<32xf32>, tensor<4x16x32xf32>, tensor<4x10xf32>) -> (tensor<f32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<64xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>, tensor<64x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<64xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>, tensor<64x32xf32>, tensor<32x10xf32>, tensor<10xf32>, tensor<32xf32>, tensor<32xf32>), res_attrs = [{jax.result_info = "result[0]"}, {jax.result_info = "result[1]['blocks'][0]['attn']['wk']"}, {jax.result_info = "result[1]['blocks'][0]['attn']['wo']"}, {jax.result_info = "result[1]['blocks'][0]['attn']['wq']"}, {jax.result_info = "result[1]['blocks'][0]['attn']['wv']"}, {jax.result_info = "result[1]['blocks'][0]['b1']"}, {jax.result_info = "result[1]['blocks'][0]['b2']"}, {jax.result_info = "result[1]['blocks'][0]['ln1'][0]"}, {jax.result_info = "result[1]['blocks'][0]['ln1'][1]"}, {jax.result_info = "result[1]['blocks'][0]['ln2'][0]"}, {jax.result_info = "result[1]['blocks'][0]['ln2'][1]"}, {jax.result_info = "result[1]['blocks'][0]['w1']"}, {jax.result_info = "result[1]['blocks'][0]['w2']"}, {jax.result_info = "result[1]['blocks'][1]['attn']['wk']"}, {jax.result_info = "result[1]['blocks'][1]['attn']['wo']"}, {jax.result_info = "result[1]['blocks'][1]['attn']['wq']"}, {jax.result_info = "result[1]['blocks'][1]['attn']['wv']"}, {jax.result_info = "result[1]['blocks'][1]['b1']"}, {jax.result_info = "result[1]['blocks'][1]['b2']"}, {jax.result_info = "result[1]['blocks'][1]['ln1'][0]"}, {jax.result_info = "result[1]['blocks'][1]['ln1'][1]"}, {jax.result_info = "result[1]['blocks'][1]['ln2'][0]"}, {jax.result_info = "result[1]['blocks'][1]['ln2'][1]"}, {jax.result_info = "result[1]['blocks'][1]['w1']"}, {jax.result_info = "result[1]['blocks'][1]['w2']"}, {jax.result_info = "result[1]['head'][0]"}, {jax.result_info = "result[1]['head'][1]"}, {jax.result_info = "result[1]['ln_f'][0]"}, {jax.result_info = "result[1]['ln_f'][1]"}], sym_name = "main", sym_visibility = "public"}> ({
-  ^bb0(%arg0: tensor<32x32xf32>, %arg1: tensor<32x32xf32>, %arg2: tensor<32x32xf32>, %arg3: tensor<32x32xf32>, %arg4: tensor<64xf32>, %arg5: tensor<32xf32>, %arg6: tensor<32xf32>, %arg7: tensor<32xf32>, %arg8: tensor<32xf32>, %arg9: tensor<32xf32>, %arg10: tensor<32x64xf32>, %arg11: tensor<64x32xf32>, %arg12: tensor<32x32xf32>, %arg13: tensor<32x32xf32>, %arg14: tensor<32x32xf32>, %arg15: tensor<32x32xf32>, %arg16: tensor<64xf32>, %arg17: tensor<32xf32>, %arg18: tensor<32xf32>, %arg19: tensor<32xf32>, %arg20: tensor<32xf32>, %arg21: tensor<32xf32>, %arg22: tensor<32x64xf32>, %arg23: tensor<64x32xf32>, %arg24: tensor<32x10xf32>, %arg25: tensor<10xf32>, %arg26: tensor<32xf32>, %arg27: tensor<32xf32>, %arg28: tensor<4x16x32xf32>, %arg29: tensor<4x10xf32>):
+  "func.func"() <{arg_attrs = [{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}], function_type = (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<64xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>, tensor<64x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<64xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>, tensor<64x32xf32>, tensor<32x10xf32>, tensor<10xf32>, tensor<32xf32>, tensor<32xf32>, tensor<16x16x32xf32>, tensor<16x10xf32>) -> (tensor<f32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<64xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>, tensor<64x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<64xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>, tensor<64x32xf32>, tensor<32x10xf32>, tensor<10xf32>, tensor<32xf32>, tensor<32xf32>), res_attrs = [{jax.result_info = "result[0]"}, {jax.result_info = "result[1]['blocks'][0]['attn']['wk']"}, {jax.result_info = "result[1]['blocks'][0]['attn']['wo']"}, {jax.result_info = "result[1]['blocks'][0]['attn']['wq']"}, {jax.result_info = "result[1]['blocks'][0]['attn']['wv']"}, {jax.result_info = "result[1]['blocks'][0]['b1']"}, {jax.result_info = "result[1]['blocks'][0]['b2']"}, {jax.result_info = "result[1]['blocks'][0]['ln1'][0]"}, {jax.result_info = "result[1]['blocks'][0]['ln1'][1]"}, {jax.result_info = "result[1]['blocks'][0]['ln2'][0]"}, {jax.result_info = "result[1]['blocks'][0]['ln2'][1]"}, {jax.result_info = "result[1]['blocks'][0]['w1']"}, {jax.result_info = "result[1]['blocks'][0]['w2']"}, {jax.result_info = "result[1]['blocks'][1]['attn']['wk']"}, {jax.result_info = "result[1]['blocks'][1]['attn']['wo']"}, {jax.result_info = "result[1]['blocks'][1]['attn']['wq']"}, {jax.result_info = "result[1]['blocks'][1]['attn']['wv']"}, {jax.result_info = "result[1]['blocks'][1]['b1']"}, {jax.result_info = "result[1]['blocks'][1]['b2']"}, {jax.result_info = "result[1]['blocks'][1]['ln1'][0]"}, {jax.result_info = "result[1]['blocks'][1]['ln1'][1]"}, {jax.result_info = "result[1]['blocks'][1]['ln2'][0]"}, {jax.result_info = "result[1]['blocks'][1]['ln2'][1]"}, {jax.result_info = "result[1]['blocks'][1]['w1']"}, {jax.result_info = "result[1]['blocks'][1]['w2']"}, {jax.result_info = "result[1]['head'][0]"}, {jax.result_info = "result[1]['head'][1]"}, {jax.result_info = "result[1]['ln_f'][0]"}, {jax.result_info = "result[1]['ln_f'][1]"}], sym_name = "main", sym_visibility = "public"}> ({
+  ^bb0(%arg0: tensor<32x32xf32>, %arg1: tensor<32x32xf32>, %arg2: tensor<32x32xf32>, %arg3: tensor<32x32xf32>, %arg4: tensor<64xf32>, %arg5: tensor<32xf32>, %arg6: tensor<32xf32>, %arg7: tensor<32xf32>, %arg8: tensor<32xf32>, %arg9: tensor<32xf32>, %arg10: tensor<32x64xf32>, %arg11: tensor<64x32xf32>, %arg12: tensor<32x32xf32>, %arg13: tensor<32x32xf32>, %arg14: tensor<32x32xf32>, %arg15: tensor<32x32xf32>, %arg16: tensor<64xf32>, %arg17: tensor<32xf32>, %arg18: tensor<32xf32>, %arg19: tensor<32xf32>, %arg20: tensor<32xf32>, %arg21: tensor<32xf32>, %arg22: tensor<32x64xf32>, %arg23: tensor<64x32xf32>, %arg24: tensor<32x10xf32>, %arg25: tensor<10xf32>, %arg26: tensor<32xf32>, %arg27: tensor<32xf32>, %arg28: tensor<16x16x32xf32>, %arg29: tensor<16x10xf32>):
     %0 = "arith.constant"() <{value = -1.000000e+00 : f32}> : () -> f32
-    %1 = "arith.constant"() <{value = dense<1.000000e-01> : tensor<f32>}> : () -> tensor<f32>
-    %2 = "arith.constant"() <{value = 4.000000e+00 : f32}> : () -> f32
+    %1 = "arith.constant"() <{value = 4.000000e+00 : f32}> : () -> f32
+    %2 = "arith.constant"() <{value = dense<1.000000e-01> : tensor<f32>}> : () -> tensor<f32>
     %3 = "arith.constant"() <{value = dense<5.000000e-01> : tensor<f32>}> : () -> tensor<f32>
     %4 = "arith.constant"() <{value = dense<0.797884583> : tensor<f32>}> : () -> tensor<f32>
     %5 = "arith.constant"() <{value = dense<4.471500e-02> : tensor<f32>}> : () -> tensor<f32>
@@ -59,2728 +59,2729 @@
     %12 = "arith.constant"() <{value = dense<false> : tensor<i1>}> : () -> tensor<i1>
     %13 = "arith.constant"() <{value = dense<0> : tensor<i32>}> : () -> tensor<i32>
     %14 = "arith.constant"() <{value = dense<true> : tensor<i1>}> : () -> tensor<i1>
-    %15 = "arith.constant"() <{value = dense<1.600000e+01> : tensor<f32>}> : () -> tensor<f32>
-    %16 = "arith.constant"() <{value = dense<9.99999974E-6> : tensor<f32>}> : () -> tensor<f32>
-    %17 = "arith.constant"() <{value = dense<3.200000e+01> : tensor<f32>}> : () -> tensor<f32>
-    %18 = "arith.constant"() <{value = dense<0.000000e+00> : tensor<f32>}> : () -> tensor<f32>
-    %19 = "arith.constant"() <{value = 0.000000e+00 : f32}> : () -> f32
-    %20 = "tensor.empty"() : () -> tensor<4x16xf32>
-    %21 = "linalg.fill"(%19, %20) <{operandSegmentSizes = array<i32: 1, 1>}> ({
+    %15 = "arith.constant"() <{value = 1.600000e+01 : f32}> : () -> f32
+    %16 = "arith.constant"() <{value = dense<1.600000e+01> : tensor<f32>}> : () -> tensor<f32>
+    %17 = "arith.constant"() <{value = dense<9.99999974E-6> : tensor<f32>}> : () -> tensor<f32>
+    %18 = "arith.constant"() <{value = dense<3.200000e+01> : tensor<f32>}> : () -> tensor<f32>
+    %19 = "arith.constant"() <{value = dense<0.000000e+00> : tensor<f32>}> : () -> tensor<f32>
+    %20 = "arith.constant"() <{value = 0.000000e+00 : f32}> : () -> f32
+    %21 = "tensor.empty"() : () -> tensor<16x16xf32>
+    %22 = "linalg.fill"(%20, %21) <{operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1430: f32, %arg1431: f32):
       "linalg.yield"(%arg1430) : (f32) -> ()
-    }) : (f32, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %22 = "linalg.generic"(%arg28, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    }) : (f32, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %23 = "linalg.generic"(%arg28, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1428: f32, %arg1429: f32):
-      %1086 = "arith.addf"(%arg1429, %arg1428) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1086) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %23 = "tensor.empty"() : () -> tensor<4x16x1xf32>
-    %24 = "linalg.generic"(%22, %23) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1087 = "arith.addf"(%arg1429, %arg1428) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1087) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %24 = "tensor.empty"() : () -> tensor<16x16x1xf32>
+    %25 = "linalg.generic"(%23, %24) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1426: f32, %arg1427: f32):
       "linalg.yield"(%arg1426) : (f32) -> ()
-    }) : (tensor<4x16xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %25 = "linalg.generic"(%17, %23) <{indexing_maps = [#map2, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    }) : (tensor<16x16xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %26 = "linalg.generic"(%18, %24) <{indexing_maps = [#map2, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1424: f32, %arg1425: f32):
       "linalg.yield"(%arg1424) : (f32) -> ()
-    }) : (tensor<f32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %26 = "linalg.generic"(%24, %25, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<f32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %27 = "linalg.generic"(%25, %26, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1421: f32, %arg1422: f32, %arg1423: f32):
-      %1085 = "arith.divf"(%arg1421, %arg1422) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1085) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %27 = "tensor.empty"() : () -> tensor<4x16x32xf32>
-    %28 = "linalg.generic"(%26, %27) <{indexing_maps = [#map3, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1086 = "arith.divf"(%arg1421, %arg1422) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1086) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %28 = "tensor.empty"() : () -> tensor<16x16x32xf32>
+    %29 = "linalg.generic"(%27, %28) <{indexing_maps = [#map3, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1419: f32, %arg1420: f32):
       "linalg.yield"(%arg1419) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %29 = "linalg.generic"(%arg28, %28, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16x1xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %30 = "linalg.generic"(%arg28, %29, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1416: f32, %arg1417: f32, %arg1418: f32):
-      %1084 = "arith.subf"(%arg1416, %arg1417) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1084) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %30 = "linalg.generic"(%29, %29, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %1085 = "arith.subf"(%arg1416, %arg1417) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1085) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %31 = "linalg.generic"(%30, %30, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1413: f32, %arg1414: f32, %arg1415: f32):
-      %1083 = "arith.mulf"(%arg1413, %arg1414) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1083) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %31 = "linalg.generic"(%30, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1084 = "arith.mulf"(%arg1413, %arg1414) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1084) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %32 = "linalg.generic"(%31, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1411: f32, %arg1412: f32):
-      %1082 = "arith.addf"(%arg1412, %arg1411) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1082) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %32 = "linalg.generic"(%31, %23) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1083 = "arith.addf"(%arg1412, %arg1411) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1083) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %33 = "linalg.generic"(%32, %24) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1409: f32, %arg1410: f32):
       "linalg.yield"(%arg1409) : (f32) -> ()
-    }) : (tensor<4x16xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %33 = "linalg.generic"(%32, %25, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %34 = "linalg.generic"(%33, %26, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1406: f32, %arg1407: f32, %arg1408: f32):
-      %1081 = "arith.divf"(%arg1406, %arg1407) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1081) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %34 = "linalg.generic"(%16, %23) <{indexing_maps = [#map2, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1082 = "arith.divf"(%arg1406, %arg1407) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1082) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %35 = "linalg.generic"(%17, %24) <{indexing_maps = [#map2, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1404: f32, %arg1405: f32):
       "linalg.yield"(%arg1404) : (f32) -> ()
-    }) : (tensor<f32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %35 = "linalg.generic"(%33, %34, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<f32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %36 = "linalg.generic"(%34, %35, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1401: f32, %arg1402: f32, %arg1403: f32):
-      %1080 = "arith.addf"(%arg1401, %arg1402) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1080) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %36 = "linalg.generic"(%35, %23) <{indexing_maps = [#map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1081 = "arith.addf"(%arg1401, %arg1402) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1081) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %37 = "linalg.generic"(%36, %24) <{indexing_maps = [#map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1399: f32, %arg1400: f32):
-      %1079 = "math.rsqrt"(%arg1399) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%1079) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %37 = "linalg.generic"(%36, %27) <{indexing_maps = [#map3, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1080 = "math.rsqrt"(%arg1399) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
+      "linalg.yield"(%1080) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %38 = "linalg.generic"(%37, %28) <{indexing_maps = [#map3, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1397: f32, %arg1398: f32):
       "linalg.yield"(%arg1397) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %38 = "linalg.generic"(%29, %37, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16x1xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %39 = "linalg.generic"(%30, %38, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1394: f32, %arg1395: f32, %arg1396: f32):
-      %1078 = "arith.mulf"(%arg1394, %arg1395) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1078) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %39 = "tensor.empty"() : () -> tensor<1x1x32xf32>
-    %40 = "linalg.generic"(%arg6, %39) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1079 = "arith.mulf"(%arg1394, %arg1395) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1079) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %40 = "tensor.empty"() : () -> tensor<1x1x32xf32>
+    %41 = "linalg.generic"(%arg6, %40) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1392: f32, %arg1393: f32):
       "linalg.yield"(%arg1392) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<1x1x32xf32>) -> tensor<1x1x32xf32>
-    %41 = "linalg.generic"(%40, %27) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %42 = "linalg.generic"(%41, %28) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1390: f32, %arg1391: f32):
       "linalg.yield"(%arg1390) : (f32) -> ()
-    }) : (tensor<1x1x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %42 = "linalg.generic"(%38, %41, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<1x1x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %43 = "linalg.generic"(%39, %42, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1387: f32, %arg1388: f32, %arg1389: f32):
-      %1077 = "arith.mulf"(%arg1387, %arg1388) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1077) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %43 = "linalg.generic"(%arg7, %39) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1078 = "arith.mulf"(%arg1387, %arg1388) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1078) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %44 = "linalg.generic"(%arg7, %40) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1385: f32, %arg1386: f32):
       "linalg.yield"(%arg1385) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<1x1x32xf32>) -> tensor<1x1x32xf32>
-    %44 = "linalg.generic"(%43, %27) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %45 = "linalg.generic"(%44, %28) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1383: f32, %arg1384: f32):
       "linalg.yield"(%arg1383) : (f32) -> ()
-    }) : (tensor<1x1x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %45 = "linalg.generic"(%42, %44, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<1x1x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %46 = "linalg.generic"(%43, %45, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1380: f32, %arg1381: f32, %arg1382: f32):
-      %1076 = "arith.addf"(%arg1380, %arg1381) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1076) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %46 = "linalg.fill"(%19, %27) <{operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1077 = "arith.addf"(%arg1380, %arg1381) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1077) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %47 = "linalg.fill"(%20, %28) <{operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1378: f32, %arg1379: f32):
       "linalg.yield"(%arg1378) : (f32) -> ()
-    }) : (f32, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %47 = "linalg.generic"(%45, %arg2, %46) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (f32, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %48 = "linalg.generic"(%46, %arg2, %47) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1375: f32, %arg1376: f32, %arg1377: f32):
-      %1074 = "arith.mulf"(%arg1375, %arg1376) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %1075 = "arith.addf"(%arg1377, %1074) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1075) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %48 = "tensor.expand_shape"(%47) <{reassociation = [[0], [1], [2, 3]], static_output_shape = array<i64: 4, 16, 2, 16>}> : (tensor<4x16x32xf32>) -> tensor<4x16x2x16xf32>
-    %49 = "tensor.empty"() : () -> tensor<4x2x16x16xf32>
-    %50 = "linalg.generic"(%48, %49) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1075 = "arith.mulf"(%arg1375, %arg1376) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %1076 = "arith.addf"(%arg1377, %1075) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1076) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %49 = "tensor.expand_shape"(%48) <{reassociation = [[0], [1], [2, 3]], static_output_shape = array<i64: 16, 16, 2, 16>}> : (tensor<16x16x32xf32>) -> tensor<16x16x2x16xf32>
+    %50 = "tensor.empty"() : () -> tensor<16x2x16x16xf32>
+    %51 = "linalg.generic"(%49, %50) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1373: f32, %arg1374: f32):
       "linalg.yield"(%arg1373) : (f32) -> ()
-    }) : (tensor<4x16x2x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %51 = "linalg.generic"(%45, %arg0, %46) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16x2x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %52 = "linalg.generic"(%46, %arg0, %47) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1370: f32, %arg1371: f32, %arg1372: f32):
-      %1072 = "arith.mulf"(%arg1370, %arg1371) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %1073 = "arith.addf"(%arg1372, %1072) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1073) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %52 = "tensor.expand_shape"(%51) <{reassociation = [[0], [1], [2, 3]], static_output_shape = array<i64: 4, 16, 2, 16>}> : (tensor<4x16x32xf32>) -> tensor<4x16x2x16xf32>
-    %53 = "linalg.generic"(%52, %49) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1073 = "arith.mulf"(%arg1370, %arg1371) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %1074 = "arith.addf"(%arg1372, %1073) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1074) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %53 = "tensor.expand_shape"(%52) <{reassociation = [[0], [1], [2, 3]], static_output_shape = array<i64: 16, 16, 2, 16>}> : (tensor<16x16x32xf32>) -> tensor<16x16x2x16xf32>
+    %54 = "linalg.generic"(%53, %50) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1368: f32, %arg1369: f32):
       "linalg.yield"(%arg1368) : (f32) -> ()
-    }) : (tensor<4x16x2x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %54 = "linalg.generic"(%45, %arg3, %46) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16x2x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %55 = "linalg.generic"(%46, %arg3, %47) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1365: f32, %arg1366: f32, %arg1367: f32):
-      %1070 = "arith.mulf"(%arg1365, %arg1366) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %1071 = "arith.addf"(%arg1367, %1070) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1071) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %55 = "tensor.expand_shape"(%54) <{reassociation = [[0], [1], [2, 3]], static_output_shape = array<i64: 4, 16, 2, 16>}> : (tensor<4x16x32xf32>) -> tensor<4x16x2x16xf32>
-    %56 = "linalg.generic"(%55, %49) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1071 = "arith.mulf"(%arg1365, %arg1366) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %1072 = "arith.addf"(%arg1367, %1071) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1072) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %56 = "tensor.expand_shape"(%55) <{reassociation = [[0], [1], [2, 3]], static_output_shape = array<i64: 16, 16, 2, 16>}> : (tensor<16x16x32xf32>) -> tensor<16x16x2x16xf32>
+    %57 = "linalg.generic"(%56, %50) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1363: f32, %arg1364: f32):
       "linalg.yield"(%arg1363) : (f32) -> ()
-    }) : (tensor<4x16x2x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %57 = "linalg.fill"(%19, %49) <{operandSegmentSizes = array<i32: 1, 1>}> ({
+    }) : (tensor<16x16x2x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %58 = "linalg.fill"(%20, %50) <{operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1361: f32, %arg1362: f32):
       "linalg.yield"(%arg1361) : (f32) -> ()
-    }) : (f32, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %58 = "linalg.generic"(%50, %53, %57) <{indexing_maps = [#map11, #map12, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (f32, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %59 = "linalg.generic"(%51, %54, %58) <{indexing_maps = [#map11, #map12, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1358: f32, %arg1359: f32, %arg1360: f32):
-      %1068 = "arith.mulf"(%arg1358, %arg1359) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %1069 = "arith.addf"(%arg1360, %1068) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1069) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %59 = "tensor.empty"() : () -> tensor<f32>
-    %60 = "linalg.generic"(%59) <{indexing_maps = [#map14], iterator_types = [], operandSegmentSizes = array<i32: 0, 1>}> ({
+      %1069 = "arith.mulf"(%arg1358, %arg1359) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %1070 = "arith.addf"(%arg1360, %1069) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1070) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %60 = "tensor.empty"() : () -> tensor<f32>
+    %61 = "linalg.generic"(%60) <{indexing_maps = [#map14], iterator_types = [], operandSegmentSizes = array<i32: 0, 1>}> ({
     ^bb0(%arg1357: f32):
-      "linalg.yield"(%2) : (f32) -> ()
+      "linalg.yield"(%1) : (f32) -> ()
     }) : (tensor<f32>) -> tensor<f32>
-    %61 = "linalg.generic"(%60, %49) <{indexing_maps = [#map15, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %62 = "linalg.generic"(%61, %50) <{indexing_maps = [#map15, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1355: f32, %arg1356: f32):
       "linalg.yield"(%arg1355) : (f32) -> ()
-    }) : (tensor<f32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %62 = "linalg.generic"(%58, %61, %49) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<f32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %63 = "linalg.generic"(%59, %62, %50) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1352: f32, %arg1353: f32, %arg1354: f32):
-      %1067 = "arith.divf"(%arg1352, %arg1353) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1067) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %63 = "tensor.empty"() : () -> tensor<16x16xi1>
-    %64 = "linalg.generic"(%14, %63) <{indexing_maps = [#map16, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1068 = "arith.divf"(%arg1352, %arg1353) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1068) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %64 = "tensor.empty"() : () -> tensor<16x16xi1>
+    %65 = "linalg.generic"(%14, %64) <{indexing_maps = [#map16, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1350: i1, %arg1351: i1):
       "linalg.yield"(%arg1350) : (i1) -> ()
     }) : (tensor<i1>, tensor<16x16xi1>) -> tensor<16x16xi1>
-    %65 = "tensor.empty"() : () -> tensor<16x16xi32>
-    %66 = "linalg.generic"(%65) <{indexing_maps = [#map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 0, 1>}> ({
+    %66 = "tensor.empty"() : () -> tensor<16x16xi32>
+    %67 = "linalg.generic"(%66) <{indexing_maps = [#map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 0, 1>}> ({
     ^bb0(%arg1349: i32):
-      %1065 = "linalg.index"() <{dim = 0 : i64}> : () -> index
-      %1066 = "arith.index_cast"(%1065) : (index) -> i32
-      "linalg.yield"(%1066) : (i32) -> ()
+      %1066 = "linalg.index"() <{dim = 0 : i64}> : () -> index
+      %1067 = "arith.index_cast"(%1066) : (index) -> i32
+      "linalg.yield"(%1067) : (i32) -> ()
     }) : (tensor<16x16xi32>) -> tensor<16x16xi32>
-    %67 = "linalg.generic"(%13, %65) <{indexing_maps = [#map16, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %68 = "linalg.generic"(%13, %66) <{indexing_maps = [#map16, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1347: i32, %arg1348: i32):
       "linalg.yield"(%arg1347) : (i32) -> ()
     }) : (tensor<i32>, tensor<16x16xi32>) -> tensor<16x16xi32>
-    %68 = "linalg.generic"(%66, %67, %65) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %69 = "linalg.generic"(%67, %68, %66) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1344: i32, %arg1345: i32, %arg1346: i32):
-      %1064 = "arith.addi"(%arg1344, %arg1345) <{overflowFlags = #arith.overflow<none>}> : (i32, i32) -> i32
-      "linalg.yield"(%1064) : (i32) -> ()
+      %1065 = "arith.addi"(%arg1344, %arg1345) <{overflowFlags = #arith.overflow<none>}> : (i32, i32) -> i32
+      "linalg.yield"(%1065) : (i32) -> ()
     }) : (tensor<16x16xi32>, tensor<16x16xi32>, tensor<16x16xi32>) -> tensor<16x16xi32>
-    %69 = "linalg.generic"(%65) <{indexing_maps = [#map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 0, 1>}> ({
+    %70 = "linalg.generic"(%66) <{indexing_maps = [#map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 0, 1>}> ({
     ^bb0(%arg1343: i32):
-      %1062 = "linalg.index"() <{dim = 1 : i64}> : () -> index
-      %1063 = "arith.index_cast"(%1062) : (index) -> i32
-      "linalg.yield"(%1063) : (i32) -> ()
+      %1063 = "linalg.index"() <{dim = 1 : i64}> : () -> index
+      %1064 = "arith.index_cast"(%1063) : (index) -> i32
+      "linalg.yield"(%1064) : (i32) -> ()
     }) : (tensor<16x16xi32>) -> tensor<16x16xi32>
-    %70 = "linalg.generic"(%68, %69, %63) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %71 = "linalg.generic"(%69, %70, %64) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1340: i32, %arg1341: i32, %arg1342: i1):
-      %1061 = "arith.cmpi"(%arg1340, %arg1341) <{predicate = 5 : i64}> : (i32, i32) -> i1
-      "linalg.yield"(%1061) : (i1) -> ()
+      %1062 = "arith.cmpi"(%arg1340, %arg1341) <{predicate = 5 : i64}> : (i32, i32) -> i1
+      "linalg.yield"(%1062) : (i1) -> ()
     }) : (tensor<16x16xi32>, tensor<16x16xi32>, tensor<16x16xi1>) -> tensor<16x16xi1>
-    %71 = "linalg.generic"(%12, %63) <{indexing_maps = [#map16, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %72 = "linalg.generic"(%12, %64) <{indexing_maps = [#map16, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1338: i1, %arg1339: i1):
       "linalg.yield"(%arg1338) : (i1) -> ()
     }) : (tensor<i1>, tensor<16x16xi1>) -> tensor<16x16xi1>
-    %72 = "linalg.generic"(%70, %64, %71, %63) <{indexing_maps = [#map17, #map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 3, 1>}> ({
+    %73 = "linalg.generic"(%71, %65, %72, %64) <{indexing_maps = [#map17, #map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 3, 1>}> ({
     ^bb0(%arg1334: i1, %arg1335: i1, %arg1336: i1, %arg1337: i1):
-      %1060 = "arith.select"(%arg1334, %arg1335, %arg1336) : (i1, i1, i1) -> i1
-      "linalg.yield"(%1060) : (i1) -> ()
+      %1061 = "arith.select"(%arg1334, %arg1335, %arg1336) : (i1, i1, i1) -> i1
+      "linalg.yield"(%1061) : (i1) -> ()
     }) : (tensor<16x16xi1>, tensor<16x16xi1>, tensor<16x16xi1>, tensor<16x16xi1>) -> tensor<16x16xi1>
-    %73 = "tensor.empty"() : () -> tensor<4x2x16x16xi1>
-    %74 = "linalg.generic"(%72, %73) <{indexing_maps = [#map18, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %74 = "tensor.empty"() : () -> tensor<16x2x16x16xi1>
+    %75 = "linalg.generic"(%73, %74) <{indexing_maps = [#map18, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1332: i1, %arg1333: i1):
       "linalg.yield"(%arg1332) : (i1) -> ()
-    }) : (tensor<16x16xi1>, tensor<4x2x16x16xi1>) -> tensor<4x2x16x16xi1>
-    %75 = "linalg.generic"(%11, %49) <{indexing_maps = [#map15, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    }) : (tensor<16x16xi1>, tensor<16x2x16x16xi1>) -> tensor<16x2x16x16xi1>
+    %76 = "linalg.generic"(%11, %50) <{indexing_maps = [#map15, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1330: f32, %arg1331: f32):
       "linalg.yield"(%arg1330) : (f32) -> ()
-    }) : (tensor<f32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %76 = "linalg.generic"(%74, %62, %75, %49) <{indexing_maps = [#map10, #map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 3, 1>}> ({
+    }) : (tensor<f32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %77 = "linalg.generic"(%75, %63, %76, %50) <{indexing_maps = [#map10, #map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 3, 1>}> ({
     ^bb0(%arg1326: i1, %arg1327: f32, %arg1328: f32, %arg1329: f32):
-      %1059 = "arith.select"(%arg1326, %arg1327, %arg1328) : (i1, f32, f32) -> f32
-      "linalg.yield"(%1059) : (f32) -> ()
-    }) : (tensor<4x2x16x16xi1>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %77 = "tensor.empty"() : () -> tensor<4x2x16xf32>
-    %78 = "linalg.fill"(%9, %77) <{operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1060 = "arith.select"(%arg1326, %arg1327, %arg1328) : (i1, f32, f32) -> f32
+      "linalg.yield"(%1060) : (f32) -> ()
+    }) : (tensor<16x2x16x16xi1>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %78 = "tensor.empty"() : () -> tensor<16x2x16xf32>
+    %79 = "linalg.fill"(%9, %78) <{operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1324: f32, %arg1325: f32):
       "linalg.yield"(%arg1324) : (f32) -> ()
-    }) : (f32, tensor<4x2x16xf32>) -> tensor<4x2x16xf32>
-    %79 = "linalg.generic"(%76, %78) <{indexing_maps = [#map10, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    }) : (f32, tensor<16x2x16xf32>) -> tensor<16x2x16xf32>
+    %80 = "linalg.generic"(%77, %79) <{indexing_maps = [#map10, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1322: f32, %arg1323: f32):
-      %1058 = "arith.maximumf"(%arg1323, %arg1322) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1058) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16xf32>) -> tensor<4x2x16xf32>
-    %80 = "linalg.generic"(%10, %77) <{indexing_maps = [#map2, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1059 = "arith.maximumf"(%arg1323, %arg1322) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1059) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16xf32>) -> tensor<16x2x16xf32>
+    %81 = "linalg.generic"(%10, %78) <{indexing_maps = [#map2, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1320: f32, %arg1321: f32):
       "linalg.yield"(%arg1320) : (f32) -> ()
-    }) : (tensor<f32>, tensor<4x2x16xf32>) -> tensor<4x2x16xf32>
-    %81 = "linalg.generic"(%80, %79, %77) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<f32>, tensor<16x2x16xf32>) -> tensor<16x2x16xf32>
+    %82 = "linalg.generic"(%81, %80, %78) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1317: f32, %arg1318: f32, %arg1319: f32):
-      %1057 = "arith.maximumf"(%arg1317, %arg1318) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1057) : (f32) -> ()
-    }) : (tensor<4x2x16xf32>, tensor<4x2x16xf32>, tensor<4x2x16xf32>) -> tensor<4x2x16xf32>
-    %82 = "tensor.empty"() : () -> tensor<4x2x16x1xf32>
-    %83 = "linalg.generic"(%81, %82) <{indexing_maps = [#map8, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1058 = "arith.maximumf"(%arg1317, %arg1318) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1058) : (f32) -> ()
+    }) : (tensor<16x2x16xf32>, tensor<16x2x16xf32>, tensor<16x2x16xf32>) -> tensor<16x2x16xf32>
+    %83 = "tensor.empty"() : () -> tensor<16x2x16x1xf32>
+    %84 = "linalg.generic"(%82, %83) <{indexing_maps = [#map8, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1315: f32, %arg1316: f32):
       "linalg.yield"(%arg1315) : (f32) -> ()
-    }) : (tensor<4x2x16xf32>, tensor<4x2x16x1xf32>) -> tensor<4x2x16x1xf32>
-    %84 = "linalg.generic"(%83, %49) <{indexing_maps = [#map19, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    }) : (tensor<16x2x16xf32>, tensor<16x2x16x1xf32>) -> tensor<16x2x16x1xf32>
+    %85 = "linalg.generic"(%84, %50) <{indexing_maps = [#map19, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1313: f32, %arg1314: f32):
       "linalg.yield"(%arg1313) : (f32) -> ()
-    }) : (tensor<4x2x16x1xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %85 = "linalg.generic"(%76, %84, %49) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x2x16x1xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %86 = "linalg.generic"(%77, %85, %50) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1310: f32, %arg1311: f32, %arg1312: f32):
-      %1056 = "arith.subf"(%arg1310, %arg1311) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1056) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %86 = "linalg.generic"(%85, %49) <{indexing_maps = [#map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1057 = "arith.subf"(%arg1310, %arg1311) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1057) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %87 = "linalg.generic"(%86, %50) <{indexing_maps = [#map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1308: f32, %arg1309: f32):
-      %1055 = "math.exp"(%arg1308) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%1055) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %87 = "linalg.fill"(%19, %77) <{operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1056 = "math.exp"(%arg1308) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
+      "linalg.yield"(%1056) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %88 = "linalg.fill"(%20, %78) <{operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1306: f32, %arg1307: f32):
       "linalg.yield"(%arg1306) : (f32) -> ()
-    }) : (f32, tensor<4x2x16xf32>) -> tensor<4x2x16xf32>
-    %88 = "linalg.generic"(%86, %87) <{indexing_maps = [#map10, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    }) : (f32, tensor<16x2x16xf32>) -> tensor<16x2x16xf32>
+    %89 = "linalg.generic"(%87, %88) <{indexing_maps = [#map10, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1304: f32, %arg1305: f32):
-      %1054 = "arith.addf"(%arg1305, %arg1304) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1054) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16xf32>) -> tensor<4x2x16xf32>
-    %89 = "linalg.generic"(%88, %82) <{indexing_maps = [#map8, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1055 = "arith.addf"(%arg1305, %arg1304) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1055) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16xf32>) -> tensor<16x2x16xf32>
+    %90 = "linalg.generic"(%89, %83) <{indexing_maps = [#map8, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1302: f32, %arg1303: f32):
       "linalg.yield"(%arg1302) : (f32) -> ()
-    }) : (tensor<4x2x16xf32>, tensor<4x2x16x1xf32>) -> tensor<4x2x16x1xf32>
-    %90 = "linalg.generic"(%89, %49) <{indexing_maps = [#map19, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    }) : (tensor<16x2x16xf32>, tensor<16x2x16x1xf32>) -> tensor<16x2x16x1xf32>
+    %91 = "linalg.generic"(%90, %50) <{indexing_maps = [#map19, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1300: f32, %arg1301: f32):
       "linalg.yield"(%arg1300) : (f32) -> ()
-    }) : (tensor<4x2x16x1xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %91 = "linalg.generic"(%86, %90, %49) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x2x16x1xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %92 = "linalg.generic"(%87, %91, %50) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1297: f32, %arg1298: f32, %arg1299: f32):
-      %1053 = "arith.divf"(%arg1297, %arg1298) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1053) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %92 = "linalg.generic"(%89, %89, %82) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %1054 = "arith.divf"(%arg1297, %arg1298) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1054) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %93 = "linalg.generic"(%90, %90, %83) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1294: f32, %arg1295: f32, %arg1296: f32):
-      %1052 = "arith.mulf"(%arg1294, %arg1295) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1052) : (f32) -> ()
-    }) : (tensor<4x2x16x1xf32>, tensor<4x2x16x1xf32>, tensor<4x2x16x1xf32>) -> tensor<4x2x16x1xf32>
-    %93 = "linalg.generic"(%8, %82) <{indexing_maps = [#map15, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1053 = "arith.mulf"(%arg1294, %arg1295) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1053) : (f32) -> ()
+    }) : (tensor<16x2x16x1xf32>, tensor<16x2x16x1xf32>, tensor<16x2x16x1xf32>) -> tensor<16x2x16x1xf32>
+    %94 = "linalg.generic"(%8, %83) <{indexing_maps = [#map15, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1292: f32, %arg1293: f32):
       "linalg.yield"(%arg1292) : (f32) -> ()
-    }) : (tensor<f32>, tensor<4x2x16x1xf32>) -> tensor<4x2x16x1xf32>
-    %94 = "linalg.generic"(%93, %92, %82) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<f32>, tensor<16x2x16x1xf32>) -> tensor<16x2x16x1xf32>
+    %95 = "linalg.generic"(%94, %93, %83) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1289: f32, %arg1290: f32, %arg1291: f32):
-      %1051 = "arith.divf"(%arg1289, %arg1290) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1051) : (f32) -> ()
-    }) : (tensor<4x2x16x1xf32>, tensor<4x2x16x1xf32>, tensor<4x2x16x1xf32>) -> tensor<4x2x16x1xf32>
-    %95 = "linalg.generic"(%91, %56, %57) <{indexing_maps = [#map11, #map20, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %1052 = "arith.divf"(%arg1289, %arg1290) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1052) : (f32) -> ()
+    }) : (tensor<16x2x16x1xf32>, tensor<16x2x16x1xf32>, tensor<16x2x16x1xf32>) -> tensor<16x2x16x1xf32>
+    %96 = "linalg.generic"(%92, %57, %58) <{indexing_maps = [#map11, #map20, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1286: f32, %arg1287: f32, %arg1288: f32):
-      %1049 = "arith.mulf"(%arg1286, %arg1287) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %1050 = "arith.addf"(%arg1288, %1049) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1050) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %96 = "tensor.empty"() : () -> tensor<4x16x2x16xf32>
-    %97 = "linalg.generic"(%95, %96) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1050 = "arith.mulf"(%arg1286, %arg1287) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %1051 = "arith.addf"(%arg1288, %1050) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1051) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %97 = "tensor.empty"() : () -> tensor<16x16x2x16xf32>
+    %98 = "linalg.generic"(%96, %97) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1284: f32, %arg1285: f32):
       "linalg.yield"(%arg1284) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x16x2x16xf32>) -> tensor<4x16x2x16xf32>
-    %98 = "tensor.collapse_shape"(%97) <{reassociation = [[0], [1], [2, 3]]}> : (tensor<4x16x2x16xf32>) -> tensor<4x16x32xf32>
-    %99 = "linalg.generic"(%98, %arg1, %46) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x2x16x16xf32>, tensor<16x16x2x16xf32>) -> tensor<16x16x2x16xf32>
+    %99 = "tensor.collapse_shape"(%98) <{reassociation = [[0], [1], [2, 3]]}> : (tensor<16x16x2x16xf32>) -> tensor<16x16x32xf32>
+    %100 = "linalg.generic"(%99, %arg1, %47) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1281: f32, %arg1282: f32, %arg1283: f32):
-      %1047 = "arith.mulf"(%arg1281, %arg1282) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %1048 = "arith.addf"(%arg1283, %1047) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1048) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %100 = "linalg.generic"(%arg28, %99, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %1048 = "arith.mulf"(%arg1281, %arg1282) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %1049 = "arith.addf"(%arg1283, %1048) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1049) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %101 = "linalg.generic"(%arg28, %100, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1278: f32, %arg1279: f32, %arg1280: f32):
-      %1046 = "arith.addf"(%arg1278, %arg1279) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1046) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %101 = "linalg.generic"(%100, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1047 = "arith.addf"(%arg1278, %arg1279) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1047) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %102 = "linalg.generic"(%101, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1276: f32, %arg1277: f32):
-      %1045 = "arith.addf"(%arg1277, %arg1276) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1045) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %102 = "linalg.generic"(%101, %23) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1046 = "arith.addf"(%arg1277, %arg1276) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1046) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %103 = "linalg.generic"(%102, %24) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1274: f32, %arg1275: f32):
       "linalg.yield"(%arg1274) : (f32) -> ()
-    }) : (tensor<4x16xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %103 = "linalg.generic"(%102, %25, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %104 = "linalg.generic"(%103, %26, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1271: f32, %arg1272: f32, %arg1273: f32):
-      %1044 = "arith.divf"(%arg1271, %arg1272) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1044) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %104 = "linalg.generic"(%103, %27) <{indexing_maps = [#map3, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1045 = "arith.divf"(%arg1271, %arg1272) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1045) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %105 = "linalg.generic"(%104, %28) <{indexing_maps = [#map3, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1269: f32, %arg1270: f32):
       "linalg.yield"(%arg1269) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %105 = "linalg.generic"(%100, %104, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16x1xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %106 = "linalg.generic"(%101, %105, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1266: f32, %arg1267: f32, %arg1268: f32):
-      %1043 = "arith.subf"(%arg1266, %arg1267) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1043) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %106 = "linalg.generic"(%105, %105, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %1044 = "arith.subf"(%arg1266, %arg1267) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1044) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %107 = "linalg.generic"(%106, %106, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1263: f32, %arg1264: f32, %arg1265: f32):
-      %1042 = "arith.mulf"(%arg1263, %arg1264) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1042) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %107 = "linalg.generic"(%106, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1043 = "arith.mulf"(%arg1263, %arg1264) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1043) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %108 = "linalg.generic"(%107, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1261: f32, %arg1262: f32):
-      %1041 = "arith.addf"(%arg1262, %arg1261) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1041) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %108 = "linalg.generic"(%107, %23) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1042 = "arith.addf"(%arg1262, %arg1261) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1042) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %109 = "linalg.generic"(%108, %24) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1259: f32, %arg1260: f32):
       "linalg.yield"(%arg1259) : (f32) -> ()
-    }) : (tensor<4x16xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %109 = "linalg.generic"(%108, %25, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %110 = "linalg.generic"(%109, %26, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1256: f32, %arg1257: f32, %arg1258: f32):
-      %1040 = "arith.divf"(%arg1256, %arg1257) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1040) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %110 = "linalg.generic"(%109, %34, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %1041 = "arith.divf"(%arg1256, %arg1257) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1041) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %111 = "linalg.generic"(%110, %35, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1253: f32, %arg1254: f32, %arg1255: f32):
-      %1039 = "arith.addf"(%arg1253, %arg1254) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1039) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %111 = "linalg.generic"(%110, %23) <{indexing_maps = [#map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1040 = "arith.addf"(%arg1253, %arg1254) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1040) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %112 = "linalg.generic"(%111, %24) <{indexing_maps = [#map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1251: f32, %arg1252: f32):
-      %1038 = "math.rsqrt"(%arg1251) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%1038) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %112 = "linalg.generic"(%111, %110, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %1039 = "math.rsqrt"(%arg1251) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
+      "linalg.yield"(%1039) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %113 = "linalg.generic"(%112, %111, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1248: f32, %arg1249: f32, %arg1250: f32):
-      %1037 = "arith.divf"(%arg1248, %arg1249) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1037) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %113 = "linalg.generic"(%7, %23) <{indexing_maps = [#map2, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1038 = "arith.divf"(%arg1248, %arg1249) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1038) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %114 = "linalg.generic"(%7, %24) <{indexing_maps = [#map2, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1246: f32, %arg1247: f32):
       "linalg.yield"(%arg1246) : (f32) -> ()
-    }) : (tensor<f32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %114 = "linalg.generic"(%113, %112, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<f32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %115 = "linalg.generic"(%114, %113, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1243: f32, %arg1244: f32, %arg1245: f32):
-      %1036 = "arith.mulf"(%arg1243, %arg1244) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1036) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %115 = "linalg.generic"(%111, %27) <{indexing_maps = [#map3, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1037 = "arith.mulf"(%arg1243, %arg1244) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1037) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %116 = "linalg.generic"(%112, %28) <{indexing_maps = [#map3, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1241: f32, %arg1242: f32):
       "linalg.yield"(%arg1241) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %116 = "linalg.generic"(%105, %115, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16x1xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %117 = "linalg.generic"(%106, %116, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1238: f32, %arg1239: f32, %arg1240: f32):
-      %1035 = "arith.mulf"(%arg1238, %arg1239) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1035) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %117 = "linalg.generic"(%arg8, %39) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1036 = "arith.mulf"(%arg1238, %arg1239) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1036) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %118 = "linalg.generic"(%arg8, %40) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1236: f32, %arg1237: f32):
       "linalg.yield"(%arg1236) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<1x1x32xf32>) -> tensor<1x1x32xf32>
-    %118 = "linalg.generic"(%117, %27) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %119 = "linalg.generic"(%118, %28) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1234: f32, %arg1235: f32):
       "linalg.yield"(%arg1234) : (f32) -> ()
-    }) : (tensor<1x1x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %119 = "linalg.generic"(%116, %118, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<1x1x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %120 = "linalg.generic"(%117, %119, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1231: f32, %arg1232: f32, %arg1233: f32):
-      %1034 = "arith.mulf"(%arg1231, %arg1232) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1034) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %120 = "linalg.generic"(%arg9, %39) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1035 = "arith.mulf"(%arg1231, %arg1232) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1035) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %121 = "linalg.generic"(%arg9, %40) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1229: f32, %arg1230: f32):
       "linalg.yield"(%arg1229) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<1x1x32xf32>) -> tensor<1x1x32xf32>
-    %121 = "linalg.generic"(%120, %27) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %122 = "linalg.generic"(%121, %28) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1227: f32, %arg1228: f32):
       "linalg.yield"(%arg1227) : (f32) -> ()
-    }) : (tensor<1x1x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %122 = "linalg.generic"(%119, %121, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<1x1x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %123 = "linalg.generic"(%120, %122, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1224: f32, %arg1225: f32, %arg1226: f32):
-      %1033 = "arith.addf"(%arg1224, %arg1225) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1033) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %123 = "tensor.empty"() : () -> tensor<4x16x64xf32>
-    %124 = "linalg.fill"(%19, %123) <{operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1034 = "arith.addf"(%arg1224, %arg1225) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1034) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %124 = "tensor.empty"() : () -> tensor<16x16x64xf32>
+    %125 = "linalg.fill"(%20, %124) <{operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1222: f32, %arg1223: f32):
       "linalg.yield"(%arg1222) : (f32) -> ()
-    }) : (f32, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %125 = "linalg.generic"(%122, %arg10, %124) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (f32, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %126 = "linalg.generic"(%123, %arg10, %125) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1219: f32, %arg1220: f32, %arg1221: f32):
-      %1031 = "arith.mulf"(%arg1219, %arg1220) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %1032 = "arith.addf"(%arg1221, %1031) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1032) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %126 = "tensor.empty"() : () -> tensor<1x1x64xf32>
-    %127 = "linalg.generic"(%arg4, %126) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1032 = "arith.mulf"(%arg1219, %arg1220) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %1033 = "arith.addf"(%arg1221, %1032) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1033) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %127 = "tensor.empty"() : () -> tensor<1x1x64xf32>
+    %128 = "linalg.generic"(%arg4, %127) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1217: f32, %arg1218: f32):
       "linalg.yield"(%arg1217) : (f32) -> ()
     }) : (tensor<64xf32>, tensor<1x1x64xf32>) -> tensor<1x1x64xf32>
-    %128 = "linalg.generic"(%127, %123) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %129 = "linalg.generic"(%128, %124) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1215: f32, %arg1216: f32):
       "linalg.yield"(%arg1215) : (f32) -> ()
-    }) : (tensor<1x1x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %129 = "linalg.generic"(%125, %128, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<1x1x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %130 = "linalg.generic"(%126, %129, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1212: f32, %arg1213: f32, %arg1214: f32):
-      %1030 = "arith.addf"(%arg1212, %arg1213) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1030) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %130 = "linalg.generic"(%129, %129, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %1031 = "arith.addf"(%arg1212, %arg1213) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1031) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %131 = "linalg.generic"(%130, %130, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1209: f32, %arg1210: f32, %arg1211: f32):
-      %1029 = "arith.mulf"(%arg1209, %arg1210) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1029) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %131 = "linalg.generic"(%130, %129, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %1030 = "arith.mulf"(%arg1209, %arg1210) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1030) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %132 = "linalg.generic"(%131, %130, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1206: f32, %arg1207: f32, %arg1208: f32):
-      %1028 = "arith.mulf"(%arg1206, %arg1207) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1028) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %132 = "linalg.generic"(%6, %123) <{indexing_maps = [#map2, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1029 = "arith.mulf"(%arg1206, %arg1207) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1029) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %133 = "linalg.generic"(%6, %124) <{indexing_maps = [#map2, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1204: f32, %arg1205: f32):
       "linalg.yield"(%arg1204) : (f32) -> ()
-    }) : (tensor<f32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %133 = "linalg.generic"(%132, %130, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<f32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %134 = "linalg.generic"(%133, %131, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1201: f32, %arg1202: f32, %arg1203: f32):
-      %1027 = "arith.mulf"(%arg1201, %arg1202) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1027) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %134 = "linalg.generic"(%5, %123) <{indexing_maps = [#map2, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1028 = "arith.mulf"(%arg1201, %arg1202) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1028) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %135 = "linalg.generic"(%5, %124) <{indexing_maps = [#map2, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1199: f32, %arg1200: f32):
       "linalg.yield"(%arg1199) : (f32) -> ()
-    }) : (tensor<f32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %135 = "linalg.generic"(%134, %131, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<f32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %136 = "linalg.generic"(%135, %132, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1196: f32, %arg1197: f32, %arg1198: f32):
-      %1026 = "arith.mulf"(%arg1196, %arg1197) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1026) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %136 = "linalg.generic"(%129, %135, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %1027 = "arith.mulf"(%arg1196, %arg1197) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1027) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %137 = "linalg.generic"(%130, %136, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1193: f32, %arg1194: f32, %arg1195: f32):
-      %1025 = "arith.addf"(%arg1193, %arg1194) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1025) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %137 = "linalg.generic"(%4, %123) <{indexing_maps = [#map2, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1026 = "arith.addf"(%arg1193, %arg1194) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1026) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %138 = "linalg.generic"(%4, %124) <{indexing_maps = [#map2, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1191: f32, %arg1192: f32):
       "linalg.yield"(%arg1191) : (f32) -> ()
-    }) : (tensor<f32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %138 = "linalg.generic"(%137, %136, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<f32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %139 = "linalg.generic"(%138, %137, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1188: f32, %arg1189: f32, %arg1190: f32):
-      %1024 = "arith.mulf"(%arg1188, %arg1189) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1024) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %139 = "linalg.generic"(%138, %123) <{indexing_maps = [#map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1025 = "arith.mulf"(%arg1188, %arg1189) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1025) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %140 = "linalg.generic"(%139, %124) <{indexing_maps = [#map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1186: f32, %arg1187: f32):
-      %1023 = "math.tanh"(%arg1186) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%1023) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %140 = "linalg.generic"(%8, %123) <{indexing_maps = [#map2, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1024 = "math.tanh"(%arg1186) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
+      "linalg.yield"(%1024) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %141 = "linalg.generic"(%8, %124) <{indexing_maps = [#map2, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1184: f32, %arg1185: f32):
       "linalg.yield"(%arg1184) : (f32) -> ()
-    }) : (tensor<f32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %141 = "linalg.generic"(%140, %139, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<f32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %142 = "linalg.generic"(%141, %140, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1181: f32, %arg1182: f32, %arg1183: f32):
-      %1022 = "arith.addf"(%arg1181, %arg1182) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1022) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %142 = "linalg.generic"(%140, %139, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %1023 = "arith.addf"(%arg1181, %arg1182) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1023) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %143 = "linalg.generic"(%141, %140, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1178: f32, %arg1179: f32, %arg1180: f32):
-      %1021 = "arith.subf"(%arg1178, %arg1179) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1021) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %143 = "linalg.generic"(%141, %142, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %1022 = "arith.subf"(%arg1178, %arg1179) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1022) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %144 = "linalg.generic"(%142, %143, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1175: f32, %arg1176: f32, %arg1177: f32):
-      %1020 = "arith.mulf"(%arg1175, %arg1176) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1020) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %144 = "linalg.generic"(%3, %123) <{indexing_maps = [#map2, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1021 = "arith.mulf"(%arg1175, %arg1176) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1021) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %145 = "linalg.generic"(%3, %124) <{indexing_maps = [#map2, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1173: f32, %arg1174: f32):
       "linalg.yield"(%arg1173) : (f32) -> ()
-    }) : (tensor<f32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %145 = "linalg.generic"(%144, %141, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<f32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %146 = "linalg.generic"(%145, %142, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1170: f32, %arg1171: f32, %arg1172: f32):
-      %1019 = "arith.mulf"(%arg1170, %arg1171) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1019) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %146 = "linalg.generic"(%129, %145, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %1020 = "arith.mulf"(%arg1170, %arg1171) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1020) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %147 = "linalg.generic"(%130, %146, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1167: f32, %arg1168: f32, %arg1169: f32):
-      %1018 = "arith.mulf"(%arg1167, %arg1168) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1018) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %147 = "linalg.generic"(%146, %arg11, %46) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %1019 = "arith.mulf"(%arg1167, %arg1168) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1019) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %148 = "linalg.generic"(%147, %arg11, %47) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1164: f32, %arg1165: f32, %arg1166: f32):
-      %1016 = "arith.mulf"(%arg1164, %arg1165) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %1017 = "arith.addf"(%arg1166, %1016) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1017) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<64x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %148 = "linalg.generic"(%arg5, %39) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1017 = "arith.mulf"(%arg1164, %arg1165) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %1018 = "arith.addf"(%arg1166, %1017) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1018) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<64x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %149 = "linalg.generic"(%arg5, %40) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1162: f32, %arg1163: f32):
       "linalg.yield"(%arg1162) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<1x1x32xf32>) -> tensor<1x1x32xf32>
-    %149 = "linalg.generic"(%148, %27) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %150 = "linalg.generic"(%149, %28) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1160: f32, %arg1161: f32):
       "linalg.yield"(%arg1160) : (f32) -> ()
-    }) : (tensor<1x1x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %150 = "linalg.generic"(%147, %149, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<1x1x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %151 = "linalg.generic"(%148, %150, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1157: f32, %arg1158: f32, %arg1159: f32):
-      %1015 = "arith.addf"(%arg1157, %arg1158) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1015) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %151 = "linalg.generic"(%100, %150, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %1016 = "arith.addf"(%arg1157, %arg1158) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1016) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %152 = "linalg.generic"(%101, %151, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1154: f32, %arg1155: f32, %arg1156: f32):
-      %1014 = "arith.addf"(%arg1154, %arg1155) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1014) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %152 = "linalg.generic"(%151, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1015 = "arith.addf"(%arg1154, %arg1155) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1015) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %153 = "linalg.generic"(%152, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1152: f32, %arg1153: f32):
-      %1013 = "arith.addf"(%arg1153, %arg1152) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1013) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %153 = "linalg.generic"(%152, %23) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1014 = "arith.addf"(%arg1153, %arg1152) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1014) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %154 = "linalg.generic"(%153, %24) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1150: f32, %arg1151: f32):
       "linalg.yield"(%arg1150) : (f32) -> ()
-    }) : (tensor<4x16xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %154 = "linalg.generic"(%153, %25, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %155 = "linalg.generic"(%154, %26, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1147: f32, %arg1148: f32, %arg1149: f32):
-      %1012 = "arith.divf"(%arg1147, %arg1148) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1012) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %155 = "linalg.generic"(%154, %27) <{indexing_maps = [#map3, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1013 = "arith.divf"(%arg1147, %arg1148) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1013) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %156 = "linalg.generic"(%155, %28) <{indexing_maps = [#map3, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1145: f32, %arg1146: f32):
       "linalg.yield"(%arg1145) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %156 = "linalg.generic"(%151, %155, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16x1xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %157 = "linalg.generic"(%152, %156, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1142: f32, %arg1143: f32, %arg1144: f32):
-      %1011 = "arith.subf"(%arg1142, %arg1143) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1011) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %157 = "linalg.generic"(%156, %156, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %1012 = "arith.subf"(%arg1142, %arg1143) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1012) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %158 = "linalg.generic"(%157, %157, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1139: f32, %arg1140: f32, %arg1141: f32):
-      %1010 = "arith.mulf"(%arg1139, %arg1140) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1010) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %158 = "linalg.generic"(%157, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1011 = "arith.mulf"(%arg1139, %arg1140) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1011) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %159 = "linalg.generic"(%158, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1137: f32, %arg1138: f32):
-      %1009 = "arith.addf"(%arg1138, %arg1137) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1009) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %159 = "linalg.generic"(%158, %23) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1010 = "arith.addf"(%arg1138, %arg1137) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1010) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %160 = "linalg.generic"(%159, %24) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1135: f32, %arg1136: f32):
       "linalg.yield"(%arg1135) : (f32) -> ()
-    }) : (tensor<4x16xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %160 = "linalg.generic"(%159, %25, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %161 = "linalg.generic"(%160, %26, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1132: f32, %arg1133: f32, %arg1134: f32):
-      %1008 = "arith.divf"(%arg1132, %arg1133) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1008) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %161 = "linalg.generic"(%160, %34, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %1009 = "arith.divf"(%arg1132, %arg1133) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1009) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %162 = "linalg.generic"(%161, %35, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1129: f32, %arg1130: f32, %arg1131: f32):
-      %1007 = "arith.addf"(%arg1129, %arg1130) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1007) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %162 = "linalg.generic"(%161, %23) <{indexing_maps = [#map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1008 = "arith.addf"(%arg1129, %arg1130) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1008) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %163 = "linalg.generic"(%162, %24) <{indexing_maps = [#map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1127: f32, %arg1128: f32):
-      %1006 = "math.rsqrt"(%arg1127) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%1006) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %163 = "linalg.generic"(%162, %161, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %1007 = "math.rsqrt"(%arg1127) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
+      "linalg.yield"(%1007) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %164 = "linalg.generic"(%163, %162, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1124: f32, %arg1125: f32, %arg1126: f32):
-      %1005 = "arith.divf"(%arg1124, %arg1125) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1005) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %164 = "linalg.generic"(%113, %163, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %1006 = "arith.divf"(%arg1124, %arg1125) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1006) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %165 = "linalg.generic"(%114, %164, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1121: f32, %arg1122: f32, %arg1123: f32):
-      %1004 = "arith.mulf"(%arg1121, %arg1122) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1004) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %165 = "linalg.generic"(%162, %27) <{indexing_maps = [#map3, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1005 = "arith.mulf"(%arg1121, %arg1122) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1005) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %166 = "linalg.generic"(%163, %28) <{indexing_maps = [#map3, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1119: f32, %arg1120: f32):
       "linalg.yield"(%arg1119) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %166 = "linalg.generic"(%156, %165, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16x1xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %167 = "linalg.generic"(%157, %166, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1116: f32, %arg1117: f32, %arg1118: f32):
-      %1003 = "arith.mulf"(%arg1116, %arg1117) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1003) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %167 = "linalg.generic"(%arg18, %39) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1004 = "arith.mulf"(%arg1116, %arg1117) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1004) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %168 = "linalg.generic"(%arg18, %40) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1114: f32, %arg1115: f32):
       "linalg.yield"(%arg1114) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<1x1x32xf32>) -> tensor<1x1x32xf32>
-    %168 = "linalg.generic"(%167, %27) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %169 = "linalg.generic"(%168, %28) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1112: f32, %arg1113: f32):
       "linalg.yield"(%arg1112) : (f32) -> ()
-    }) : (tensor<1x1x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %169 = "linalg.generic"(%166, %168, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<1x1x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %170 = "linalg.generic"(%167, %169, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1109: f32, %arg1110: f32, %arg1111: f32):
-      %1002 = "arith.mulf"(%arg1109, %arg1110) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1002) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %170 = "linalg.generic"(%arg19, %39) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1003 = "arith.mulf"(%arg1109, %arg1110) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1003) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %171 = "linalg.generic"(%arg19, %40) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1107: f32, %arg1108: f32):
       "linalg.yield"(%arg1107) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<1x1x32xf32>) -> tensor<1x1x32xf32>
-    %171 = "linalg.generic"(%170, %27) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %172 = "linalg.generic"(%171, %28) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1105: f32, %arg1106: f32):
       "linalg.yield"(%arg1105) : (f32) -> ()
-    }) : (tensor<1x1x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %172 = "linalg.generic"(%169, %171, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<1x1x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %173 = "linalg.generic"(%170, %172, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1102: f32, %arg1103: f32, %arg1104: f32):
-      %1001 = "arith.addf"(%arg1102, %arg1103) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1001) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %173 = "linalg.generic"(%172, %arg14, %46) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %1002 = "arith.addf"(%arg1102, %arg1103) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1002) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %174 = "linalg.generic"(%173, %arg14, %47) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1099: f32, %arg1100: f32, %arg1101: f32):
-      %999 = "arith.mulf"(%arg1099, %arg1100) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %1000 = "arith.addf"(%arg1101, %999) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%1000) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %174 = "tensor.expand_shape"(%173) <{reassociation = [[0], [1], [2, 3]], static_output_shape = array<i64: 4, 16, 2, 16>}> : (tensor<4x16x32xf32>) -> tensor<4x16x2x16xf32>
-    %175 = "linalg.generic"(%174, %49) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %1000 = "arith.mulf"(%arg1099, %arg1100) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %1001 = "arith.addf"(%arg1101, %1000) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%1001) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %175 = "tensor.expand_shape"(%174) <{reassociation = [[0], [1], [2, 3]], static_output_shape = array<i64: 16, 16, 2, 16>}> : (tensor<16x16x32xf32>) -> tensor<16x16x2x16xf32>
+    %176 = "linalg.generic"(%175, %50) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1097: f32, %arg1098: f32):
       "linalg.yield"(%arg1097) : (f32) -> ()
-    }) : (tensor<4x16x2x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %176 = "linalg.generic"(%172, %arg12, %46) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16x2x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %177 = "linalg.generic"(%173, %arg12, %47) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1094: f32, %arg1095: f32, %arg1096: f32):
-      %997 = "arith.mulf"(%arg1094, %arg1095) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %998 = "arith.addf"(%arg1096, %997) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%998) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %177 = "tensor.expand_shape"(%176) <{reassociation = [[0], [1], [2, 3]], static_output_shape = array<i64: 4, 16, 2, 16>}> : (tensor<4x16x32xf32>) -> tensor<4x16x2x16xf32>
-    %178 = "linalg.generic"(%177, %49) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %998 = "arith.mulf"(%arg1094, %arg1095) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %999 = "arith.addf"(%arg1096, %998) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%999) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %178 = "tensor.expand_shape"(%177) <{reassociation = [[0], [1], [2, 3]], static_output_shape = array<i64: 16, 16, 2, 16>}> : (tensor<16x16x32xf32>) -> tensor<16x16x2x16xf32>
+    %179 = "linalg.generic"(%178, %50) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1092: f32, %arg1093: f32):
       "linalg.yield"(%arg1092) : (f32) -> ()
-    }) : (tensor<4x16x2x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %179 = "linalg.generic"(%172, %arg15, %46) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16x2x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %180 = "linalg.generic"(%173, %arg15, %47) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1089: f32, %arg1090: f32, %arg1091: f32):
-      %995 = "arith.mulf"(%arg1089, %arg1090) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %996 = "arith.addf"(%arg1091, %995) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%996) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %180 = "tensor.expand_shape"(%179) <{reassociation = [[0], [1], [2, 3]], static_output_shape = array<i64: 4, 16, 2, 16>}> : (tensor<4x16x32xf32>) -> tensor<4x16x2x16xf32>
-    %181 = "linalg.generic"(%180, %49) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %996 = "arith.mulf"(%arg1089, %arg1090) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %997 = "arith.addf"(%arg1091, %996) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%997) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %181 = "tensor.expand_shape"(%180) <{reassociation = [[0], [1], [2, 3]], static_output_shape = array<i64: 16, 16, 2, 16>}> : (tensor<16x16x32xf32>) -> tensor<16x16x2x16xf32>
+    %182 = "linalg.generic"(%181, %50) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1087: f32, %arg1088: f32):
       "linalg.yield"(%arg1087) : (f32) -> ()
-    }) : (tensor<4x16x2x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %182 = "linalg.generic"(%175, %178, %57) <{indexing_maps = [#map11, #map12, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16x2x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %183 = "linalg.generic"(%176, %179, %58) <{indexing_maps = [#map11, #map12, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1084: f32, %arg1085: f32, %arg1086: f32):
-      %993 = "arith.mulf"(%arg1084, %arg1085) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %994 = "arith.addf"(%arg1086, %993) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%994) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %183 = "linalg.generic"(%182, %61, %49) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %994 = "arith.mulf"(%arg1084, %arg1085) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %995 = "arith.addf"(%arg1086, %994) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%995) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %184 = "linalg.generic"(%183, %62, %50) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1081: f32, %arg1082: f32, %arg1083: f32):
-      %992 = "arith.divf"(%arg1081, %arg1082) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%992) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %184 = "linalg.generic"(%74, %183, %75, %49) <{indexing_maps = [#map10, #map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 3, 1>}> ({
+      %993 = "arith.divf"(%arg1081, %arg1082) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%993) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %185 = "linalg.generic"(%75, %184, %76, %50) <{indexing_maps = [#map10, #map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 3, 1>}> ({
     ^bb0(%arg1077: i1, %arg1078: f32, %arg1079: f32, %arg1080: f32):
-      %991 = "arith.select"(%arg1077, %arg1078, %arg1079) : (i1, f32, f32) -> f32
-      "linalg.yield"(%991) : (f32) -> ()
-    }) : (tensor<4x2x16x16xi1>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %185 = "linalg.generic"(%184, %78) <{indexing_maps = [#map10, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %992 = "arith.select"(%arg1077, %arg1078, %arg1079) : (i1, f32, f32) -> f32
+      "linalg.yield"(%992) : (f32) -> ()
+    }) : (tensor<16x2x16x16xi1>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %186 = "linalg.generic"(%185, %79) <{indexing_maps = [#map10, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1075: f32, %arg1076: f32):
-      %990 = "arith.maximumf"(%arg1076, %arg1075) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%990) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16xf32>) -> tensor<4x2x16xf32>
-    %186 = "linalg.generic"(%80, %185, %77) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %991 = "arith.maximumf"(%arg1076, %arg1075) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%991) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16xf32>) -> tensor<16x2x16xf32>
+    %187 = "linalg.generic"(%81, %186, %78) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1072: f32, %arg1073: f32, %arg1074: f32):
-      %989 = "arith.maximumf"(%arg1072, %arg1073) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%989) : (f32) -> ()
-    }) : (tensor<4x2x16xf32>, tensor<4x2x16xf32>, tensor<4x2x16xf32>) -> tensor<4x2x16xf32>
-    %187 = "linalg.generic"(%186, %82) <{indexing_maps = [#map8, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %990 = "arith.maximumf"(%arg1072, %arg1073) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%990) : (f32) -> ()
+    }) : (tensor<16x2x16xf32>, tensor<16x2x16xf32>, tensor<16x2x16xf32>) -> tensor<16x2x16xf32>
+    %188 = "linalg.generic"(%187, %83) <{indexing_maps = [#map8, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1070: f32, %arg1071: f32):
       "linalg.yield"(%arg1070) : (f32) -> ()
-    }) : (tensor<4x2x16xf32>, tensor<4x2x16x1xf32>) -> tensor<4x2x16x1xf32>
-    %188 = "linalg.generic"(%187, %49) <{indexing_maps = [#map19, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    }) : (tensor<16x2x16xf32>, tensor<16x2x16x1xf32>) -> tensor<16x2x16x1xf32>
+    %189 = "linalg.generic"(%188, %50) <{indexing_maps = [#map19, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1068: f32, %arg1069: f32):
       "linalg.yield"(%arg1068) : (f32) -> ()
-    }) : (tensor<4x2x16x1xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %189 = "linalg.generic"(%184, %188, %49) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x2x16x1xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %190 = "linalg.generic"(%185, %189, %50) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1065: f32, %arg1066: f32, %arg1067: f32):
-      %988 = "arith.subf"(%arg1065, %arg1066) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%988) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %190 = "linalg.generic"(%189, %49) <{indexing_maps = [#map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %989 = "arith.subf"(%arg1065, %arg1066) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%989) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %191 = "linalg.generic"(%190, %50) <{indexing_maps = [#map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1063: f32, %arg1064: f32):
-      %987 = "math.exp"(%arg1063) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%987) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %191 = "linalg.generic"(%190, %87) <{indexing_maps = [#map10, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %988 = "math.exp"(%arg1063) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
+      "linalg.yield"(%988) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %192 = "linalg.generic"(%191, %88) <{indexing_maps = [#map10, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1061: f32, %arg1062: f32):
-      %986 = "arith.addf"(%arg1062, %arg1061) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%986) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16xf32>) -> tensor<4x2x16xf32>
-    %192 = "linalg.generic"(%191, %82) <{indexing_maps = [#map8, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %987 = "arith.addf"(%arg1062, %arg1061) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%987) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16xf32>) -> tensor<16x2x16xf32>
+    %193 = "linalg.generic"(%192, %83) <{indexing_maps = [#map8, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1059: f32, %arg1060: f32):
       "linalg.yield"(%arg1059) : (f32) -> ()
-    }) : (tensor<4x2x16xf32>, tensor<4x2x16x1xf32>) -> tensor<4x2x16x1xf32>
-    %193 = "linalg.generic"(%192, %49) <{indexing_maps = [#map19, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    }) : (tensor<16x2x16xf32>, tensor<16x2x16x1xf32>) -> tensor<16x2x16x1xf32>
+    %194 = "linalg.generic"(%193, %50) <{indexing_maps = [#map19, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1057: f32, %arg1058: f32):
       "linalg.yield"(%arg1057) : (f32) -> ()
-    }) : (tensor<4x2x16x1xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %194 = "linalg.generic"(%190, %193, %49) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x2x16x1xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %195 = "linalg.generic"(%191, %194, %50) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1054: f32, %arg1055: f32, %arg1056: f32):
-      %985 = "arith.divf"(%arg1054, %arg1055) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%985) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %195 = "linalg.generic"(%192, %192, %82) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %986 = "arith.divf"(%arg1054, %arg1055) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%986) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %196 = "linalg.generic"(%193, %193, %83) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1051: f32, %arg1052: f32, %arg1053: f32):
-      %984 = "arith.mulf"(%arg1051, %arg1052) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%984) : (f32) -> ()
-    }) : (tensor<4x2x16x1xf32>, tensor<4x2x16x1xf32>, tensor<4x2x16x1xf32>) -> tensor<4x2x16x1xf32>
-    %196 = "linalg.generic"(%93, %195, %82) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %985 = "arith.mulf"(%arg1051, %arg1052) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%985) : (f32) -> ()
+    }) : (tensor<16x2x16x1xf32>, tensor<16x2x16x1xf32>, tensor<16x2x16x1xf32>) -> tensor<16x2x16x1xf32>
+    %197 = "linalg.generic"(%94, %196, %83) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1048: f32, %arg1049: f32, %arg1050: f32):
-      %983 = "arith.divf"(%arg1048, %arg1049) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%983) : (f32) -> ()
-    }) : (tensor<4x2x16x1xf32>, tensor<4x2x16x1xf32>, tensor<4x2x16x1xf32>) -> tensor<4x2x16x1xf32>
-    %197 = "linalg.generic"(%194, %181, %57) <{indexing_maps = [#map11, #map20, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %984 = "arith.divf"(%arg1048, %arg1049) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%984) : (f32) -> ()
+    }) : (tensor<16x2x16x1xf32>, tensor<16x2x16x1xf32>, tensor<16x2x16x1xf32>) -> tensor<16x2x16x1xf32>
+    %198 = "linalg.generic"(%195, %182, %58) <{indexing_maps = [#map11, #map20, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1045: f32, %arg1046: f32, %arg1047: f32):
-      %981 = "arith.mulf"(%arg1045, %arg1046) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %982 = "arith.addf"(%arg1047, %981) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%982) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %198 = "linalg.generic"(%197, %96) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %982 = "arith.mulf"(%arg1045, %arg1046) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %983 = "arith.addf"(%arg1047, %982) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%983) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %199 = "linalg.generic"(%198, %97) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1043: f32, %arg1044: f32):
       "linalg.yield"(%arg1043) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x16x2x16xf32>) -> tensor<4x16x2x16xf32>
-    %199 = "tensor.collapse_shape"(%198) <{reassociation = [[0], [1], [2, 3]]}> : (tensor<4x16x2x16xf32>) -> tensor<4x16x32xf32>
-    %200 = "linalg.generic"(%199, %arg13, %46) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x2x16x16xf32>, tensor<16x16x2x16xf32>) -> tensor<16x16x2x16xf32>
+    %200 = "tensor.collapse_shape"(%199) <{reassociation = [[0], [1], [2, 3]]}> : (tensor<16x16x2x16xf32>) -> tensor<16x16x32xf32>
+    %201 = "linalg.generic"(%200, %arg13, %47) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1040: f32, %arg1041: f32, %arg1042: f32):
-      %979 = "arith.mulf"(%arg1040, %arg1041) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %980 = "arith.addf"(%arg1042, %979) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%980) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %201 = "linalg.generic"(%151, %200, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %980 = "arith.mulf"(%arg1040, %arg1041) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %981 = "arith.addf"(%arg1042, %980) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%981) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %202 = "linalg.generic"(%152, %201, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1037: f32, %arg1038: f32, %arg1039: f32):
-      %978 = "arith.addf"(%arg1037, %arg1038) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%978) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %202 = "linalg.generic"(%201, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %979 = "arith.addf"(%arg1037, %arg1038) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%979) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %203 = "linalg.generic"(%202, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1035: f32, %arg1036: f32):
-      %977 = "arith.addf"(%arg1036, %arg1035) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%977) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %203 = "linalg.generic"(%202, %23) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %978 = "arith.addf"(%arg1036, %arg1035) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%978) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %204 = "linalg.generic"(%203, %24) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1033: f32, %arg1034: f32):
       "linalg.yield"(%arg1033) : (f32) -> ()
-    }) : (tensor<4x16xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %204 = "linalg.generic"(%203, %25, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %205 = "linalg.generic"(%204, %26, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1030: f32, %arg1031: f32, %arg1032: f32):
-      %976 = "arith.divf"(%arg1030, %arg1031) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%976) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %205 = "linalg.generic"(%204, %27) <{indexing_maps = [#map3, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %977 = "arith.divf"(%arg1030, %arg1031) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%977) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %206 = "linalg.generic"(%205, %28) <{indexing_maps = [#map3, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1028: f32, %arg1029: f32):
       "linalg.yield"(%arg1028) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %206 = "linalg.generic"(%201, %205, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16x1xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %207 = "linalg.generic"(%202, %206, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1025: f32, %arg1026: f32, %arg1027: f32):
-      %975 = "arith.subf"(%arg1025, %arg1026) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%975) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %207 = "linalg.generic"(%206, %206, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %976 = "arith.subf"(%arg1025, %arg1026) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%976) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %208 = "linalg.generic"(%207, %207, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1022: f32, %arg1023: f32, %arg1024: f32):
-      %974 = "arith.mulf"(%arg1022, %arg1023) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%974) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %208 = "linalg.generic"(%207, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %975 = "arith.mulf"(%arg1022, %arg1023) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%975) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %209 = "linalg.generic"(%208, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1020: f32, %arg1021: f32):
-      %973 = "arith.addf"(%arg1021, %arg1020) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%973) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %209 = "linalg.generic"(%208, %23) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %974 = "arith.addf"(%arg1021, %arg1020) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%974) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %210 = "linalg.generic"(%209, %24) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1018: f32, %arg1019: f32):
       "linalg.yield"(%arg1018) : (f32) -> ()
-    }) : (tensor<4x16xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %210 = "linalg.generic"(%209, %25, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %211 = "linalg.generic"(%210, %26, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1015: f32, %arg1016: f32, %arg1017: f32):
-      %972 = "arith.divf"(%arg1015, %arg1016) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%972) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %211 = "linalg.generic"(%210, %34, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %973 = "arith.divf"(%arg1015, %arg1016) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%973) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %212 = "linalg.generic"(%211, %35, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1012: f32, %arg1013: f32, %arg1014: f32):
-      %971 = "arith.addf"(%arg1012, %arg1013) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%971) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %212 = "linalg.generic"(%211, %23) <{indexing_maps = [#map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %972 = "arith.addf"(%arg1012, %arg1013) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%972) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %213 = "linalg.generic"(%212, %24) <{indexing_maps = [#map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1010: f32, %arg1011: f32):
-      %970 = "math.rsqrt"(%arg1010) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%970) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %213 = "linalg.generic"(%212, %211, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %971 = "math.rsqrt"(%arg1010) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
+      "linalg.yield"(%971) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %214 = "linalg.generic"(%213, %212, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1007: f32, %arg1008: f32, %arg1009: f32):
-      %969 = "arith.divf"(%arg1007, %arg1008) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%969) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %214 = "linalg.generic"(%113, %213, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %970 = "arith.divf"(%arg1007, %arg1008) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%970) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %215 = "linalg.generic"(%114, %214, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg1004: f32, %arg1005: f32, %arg1006: f32):
-      %968 = "arith.mulf"(%arg1004, %arg1005) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%968) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %215 = "linalg.generic"(%212, %27) <{indexing_maps = [#map3, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %969 = "arith.mulf"(%arg1004, %arg1005) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%969) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %216 = "linalg.generic"(%213, %28) <{indexing_maps = [#map3, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg1002: f32, %arg1003: f32):
       "linalg.yield"(%arg1002) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %216 = "linalg.generic"(%206, %215, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16x1xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %217 = "linalg.generic"(%207, %216, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg999: f32, %arg1000: f32, %arg1001: f32):
-      %967 = "arith.mulf"(%arg999, %arg1000) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%967) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %217 = "linalg.generic"(%arg20, %39) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %968 = "arith.mulf"(%arg999, %arg1000) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%968) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %218 = "linalg.generic"(%arg20, %40) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg997: f32, %arg998: f32):
       "linalg.yield"(%arg997) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<1x1x32xf32>) -> tensor<1x1x32xf32>
-    %218 = "linalg.generic"(%217, %27) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %219 = "linalg.generic"(%218, %28) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg995: f32, %arg996: f32):
       "linalg.yield"(%arg995) : (f32) -> ()
-    }) : (tensor<1x1x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %219 = "linalg.generic"(%216, %218, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<1x1x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %220 = "linalg.generic"(%217, %219, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg992: f32, %arg993: f32, %arg994: f32):
-      %966 = "arith.mulf"(%arg992, %arg993) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%966) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %220 = "linalg.generic"(%arg21, %39) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %967 = "arith.mulf"(%arg992, %arg993) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%967) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %221 = "linalg.generic"(%arg21, %40) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg990: f32, %arg991: f32):
       "linalg.yield"(%arg990) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<1x1x32xf32>) -> tensor<1x1x32xf32>
-    %221 = "linalg.generic"(%220, %27) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %222 = "linalg.generic"(%221, %28) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg988: f32, %arg989: f32):
       "linalg.yield"(%arg988) : (f32) -> ()
-    }) : (tensor<1x1x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %222 = "linalg.generic"(%219, %221, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<1x1x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %223 = "linalg.generic"(%220, %222, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg985: f32, %arg986: f32, %arg987: f32):
-      %965 = "arith.addf"(%arg985, %arg986) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%965) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %223 = "linalg.generic"(%222, %arg22, %124) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %966 = "arith.addf"(%arg985, %arg986) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%966) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %224 = "linalg.generic"(%223, %arg22, %125) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg982: f32, %arg983: f32, %arg984: f32):
-      %963 = "arith.mulf"(%arg982, %arg983) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %964 = "arith.addf"(%arg984, %963) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%964) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %224 = "linalg.generic"(%arg16, %126) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %964 = "arith.mulf"(%arg982, %arg983) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %965 = "arith.addf"(%arg984, %964) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%965) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %225 = "linalg.generic"(%arg16, %127) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg980: f32, %arg981: f32):
       "linalg.yield"(%arg980) : (f32) -> ()
     }) : (tensor<64xf32>, tensor<1x1x64xf32>) -> tensor<1x1x64xf32>
-    %225 = "linalg.generic"(%224, %123) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %226 = "linalg.generic"(%225, %124) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg978: f32, %arg979: f32):
       "linalg.yield"(%arg978) : (f32) -> ()
-    }) : (tensor<1x1x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %226 = "linalg.generic"(%223, %225, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<1x1x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %227 = "linalg.generic"(%224, %226, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg975: f32, %arg976: f32, %arg977: f32):
-      %962 = "arith.addf"(%arg975, %arg976) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%962) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %227 = "linalg.generic"(%226, %226, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %963 = "arith.addf"(%arg975, %arg976) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%963) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %228 = "linalg.generic"(%227, %227, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg972: f32, %arg973: f32, %arg974: f32):
-      %961 = "arith.mulf"(%arg972, %arg973) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%961) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %228 = "linalg.generic"(%227, %226, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %962 = "arith.mulf"(%arg972, %arg973) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%962) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %229 = "linalg.generic"(%228, %227, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg969: f32, %arg970: f32, %arg971: f32):
-      %960 = "arith.mulf"(%arg969, %arg970) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%960) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %229 = "linalg.generic"(%132, %227, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %961 = "arith.mulf"(%arg969, %arg970) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%961) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %230 = "linalg.generic"(%133, %228, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg966: f32, %arg967: f32, %arg968: f32):
-      %959 = "arith.mulf"(%arg966, %arg967) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%959) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %230 = "linalg.generic"(%134, %228, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %960 = "arith.mulf"(%arg966, %arg967) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%960) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %231 = "linalg.generic"(%135, %229, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg963: f32, %arg964: f32, %arg965: f32):
-      %958 = "arith.mulf"(%arg963, %arg964) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%958) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %231 = "linalg.generic"(%226, %230, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %959 = "arith.mulf"(%arg963, %arg964) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%959) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %232 = "linalg.generic"(%227, %231, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg960: f32, %arg961: f32, %arg962: f32):
-      %957 = "arith.addf"(%arg960, %arg961) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%957) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %232 = "linalg.generic"(%137, %231, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %958 = "arith.addf"(%arg960, %arg961) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%958) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %233 = "linalg.generic"(%138, %232, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg957: f32, %arg958: f32, %arg959: f32):
-      %956 = "arith.mulf"(%arg957, %arg958) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%956) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %233 = "linalg.generic"(%232, %123) <{indexing_maps = [#map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %957 = "arith.mulf"(%arg957, %arg958) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%957) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %234 = "linalg.generic"(%233, %124) <{indexing_maps = [#map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg955: f32, %arg956: f32):
-      %955 = "math.tanh"(%arg955) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%955) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %234 = "linalg.generic"(%140, %233, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %956 = "math.tanh"(%arg955) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
+      "linalg.yield"(%956) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %235 = "linalg.generic"(%141, %234, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg952: f32, %arg953: f32, %arg954: f32):
-      %954 = "arith.addf"(%arg952, %arg953) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%954) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %235 = "linalg.generic"(%140, %233, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %955 = "arith.addf"(%arg952, %arg953) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%955) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %236 = "linalg.generic"(%141, %234, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg949: f32, %arg950: f32, %arg951: f32):
-      %953 = "arith.subf"(%arg949, %arg950) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%953) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %236 = "linalg.generic"(%234, %235, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %954 = "arith.subf"(%arg949, %arg950) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%954) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %237 = "linalg.generic"(%235, %236, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg946: f32, %arg947: f32, %arg948: f32):
-      %952 = "arith.mulf"(%arg946, %arg947) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%952) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %237 = "linalg.generic"(%144, %234, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %953 = "arith.mulf"(%arg946, %arg947) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%953) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %238 = "linalg.generic"(%145, %235, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg943: f32, %arg944: f32, %arg945: f32):
-      %951 = "arith.mulf"(%arg943, %arg944) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%951) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %238 = "linalg.generic"(%226, %237, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %952 = "arith.mulf"(%arg943, %arg944) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%952) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %239 = "linalg.generic"(%227, %238, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg940: f32, %arg941: f32, %arg942: f32):
-      %950 = "arith.mulf"(%arg940, %arg941) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%950) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %239 = "linalg.generic"(%238, %arg23, %46) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %951 = "arith.mulf"(%arg940, %arg941) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%951) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %240 = "linalg.generic"(%239, %arg23, %47) <{indexing_maps = [#map6, #map7, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg937: f32, %arg938: f32, %arg939: f32):
-      %948 = "arith.mulf"(%arg937, %arg938) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %949 = "arith.addf"(%arg939, %948) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%949) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<64x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %240 = "linalg.generic"(%arg17, %39) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %949 = "arith.mulf"(%arg937, %arg938) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %950 = "arith.addf"(%arg939, %949) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%950) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<64x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %241 = "linalg.generic"(%arg17, %40) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg935: f32, %arg936: f32):
       "linalg.yield"(%arg935) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<1x1x32xf32>) -> tensor<1x1x32xf32>
-    %241 = "linalg.generic"(%240, %27) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %242 = "linalg.generic"(%241, %28) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg933: f32, %arg934: f32):
       "linalg.yield"(%arg933) : (f32) -> ()
-    }) : (tensor<1x1x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %242 = "linalg.generic"(%239, %241, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<1x1x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %243 = "linalg.generic"(%240, %242, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg930: f32, %arg931: f32, %arg932: f32):
-      %947 = "arith.addf"(%arg930, %arg931) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%947) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %243 = "linalg.generic"(%201, %242, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %948 = "arith.addf"(%arg930, %arg931) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%948) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %244 = "linalg.generic"(%202, %243, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg927: f32, %arg928: f32, %arg929: f32):
-      %946 = "arith.addf"(%arg927, %arg928) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%946) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %244 = "linalg.generic"(%243, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %947 = "arith.addf"(%arg927, %arg928) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%947) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %245 = "linalg.generic"(%244, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg925: f32, %arg926: f32):
-      %945 = "arith.addf"(%arg926, %arg925) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%945) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %245 = "linalg.generic"(%244, %23) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %946 = "arith.addf"(%arg926, %arg925) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%946) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %246 = "linalg.generic"(%245, %24) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg923: f32, %arg924: f32):
       "linalg.yield"(%arg923) : (f32) -> ()
-    }) : (tensor<4x16xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %246 = "linalg.generic"(%245, %25, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %247 = "linalg.generic"(%246, %26, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg920: f32, %arg921: f32, %arg922: f32):
-      %944 = "arith.divf"(%arg920, %arg921) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%944) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %247 = "linalg.generic"(%246, %27) <{indexing_maps = [#map3, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %945 = "arith.divf"(%arg920, %arg921) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%945) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %248 = "linalg.generic"(%247, %28) <{indexing_maps = [#map3, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg918: f32, %arg919: f32):
       "linalg.yield"(%arg918) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %248 = "linalg.generic"(%243, %247, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16x1xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %249 = "linalg.generic"(%244, %248, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg915: f32, %arg916: f32, %arg917: f32):
-      %943 = "arith.subf"(%arg915, %arg916) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%943) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %249 = "linalg.generic"(%248, %248, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %944 = "arith.subf"(%arg915, %arg916) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%944) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %250 = "linalg.generic"(%249, %249, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg912: f32, %arg913: f32, %arg914: f32):
-      %942 = "arith.mulf"(%arg912, %arg913) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%942) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %250 = "linalg.generic"(%249, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %943 = "arith.mulf"(%arg912, %arg913) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%943) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %251 = "linalg.generic"(%250, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg910: f32, %arg911: f32):
-      %941 = "arith.addf"(%arg911, %arg910) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%941) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %251 = "linalg.generic"(%250, %23) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %942 = "arith.addf"(%arg911, %arg910) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%942) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %252 = "linalg.generic"(%251, %24) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg908: f32, %arg909: f32):
       "linalg.yield"(%arg908) : (f32) -> ()
-    }) : (tensor<4x16xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %252 = "linalg.generic"(%251, %25, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %253 = "linalg.generic"(%252, %26, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg905: f32, %arg906: f32, %arg907: f32):
-      %940 = "arith.divf"(%arg905, %arg906) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%940) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %253 = "linalg.generic"(%252, %34, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %941 = "arith.divf"(%arg905, %arg906) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%941) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %254 = "linalg.generic"(%253, %35, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg902: f32, %arg903: f32, %arg904: f32):
-      %939 = "arith.addf"(%arg902, %arg903) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%939) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %254 = "linalg.generic"(%253, %23) <{indexing_maps = [#map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %940 = "arith.addf"(%arg902, %arg903) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%940) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %255 = "linalg.generic"(%254, %24) <{indexing_maps = [#map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg900: f32, %arg901: f32):
-      %938 = "math.rsqrt"(%arg900) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%938) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %255 = "linalg.generic"(%254, %253, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %939 = "math.rsqrt"(%arg900) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
+      "linalg.yield"(%939) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %256 = "linalg.generic"(%255, %254, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg897: f32, %arg898: f32, %arg899: f32):
-      %937 = "arith.divf"(%arg897, %arg898) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%937) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %256 = "linalg.generic"(%113, %255, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %938 = "arith.divf"(%arg897, %arg898) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%938) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %257 = "linalg.generic"(%114, %256, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg894: f32, %arg895: f32, %arg896: f32):
-      %936 = "arith.mulf"(%arg894, %arg895) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%936) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %257 = "linalg.generic"(%254, %27) <{indexing_maps = [#map3, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %937 = "arith.mulf"(%arg894, %arg895) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%937) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %258 = "linalg.generic"(%255, %28) <{indexing_maps = [#map3, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg892: f32, %arg893: f32):
       "linalg.yield"(%arg892) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %258 = "linalg.generic"(%248, %257, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16x1xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %259 = "linalg.generic"(%249, %258, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg889: f32, %arg890: f32, %arg891: f32):
-      %935 = "arith.mulf"(%arg889, %arg890) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%935) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %259 = "linalg.generic"(%arg26, %39) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %936 = "arith.mulf"(%arg889, %arg890) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%936) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %260 = "linalg.generic"(%arg26, %40) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg887: f32, %arg888: f32):
       "linalg.yield"(%arg887) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<1x1x32xf32>) -> tensor<1x1x32xf32>
-    %260 = "linalg.generic"(%259, %27) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %261 = "linalg.generic"(%260, %28) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg885: f32, %arg886: f32):
       "linalg.yield"(%arg885) : (f32) -> ()
-    }) : (tensor<1x1x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %261 = "linalg.generic"(%258, %260, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<1x1x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %262 = "linalg.generic"(%259, %261, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg882: f32, %arg883: f32, %arg884: f32):
-      %934 = "arith.mulf"(%arg882, %arg883) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%934) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %262 = "linalg.generic"(%arg27, %39) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %935 = "arith.mulf"(%arg882, %arg883) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%935) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %263 = "linalg.generic"(%arg27, %40) <{indexing_maps = [#map4, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg880: f32, %arg881: f32):
       "linalg.yield"(%arg880) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<1x1x32xf32>) -> tensor<1x1x32xf32>
-    %263 = "linalg.generic"(%262, %27) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %264 = "linalg.generic"(%263, %28) <{indexing_maps = [#map5, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg878: f32, %arg879: f32):
       "linalg.yield"(%arg878) : (f32) -> ()
-    }) : (tensor<1x1x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %264 = "linalg.generic"(%261, %263, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<1x1x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %265 = "linalg.generic"(%262, %264, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg875: f32, %arg876: f32, %arg877: f32):
-      %933 = "arith.addf"(%arg875, %arg876) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%933) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %265 = "tensor.empty"() : () -> tensor<4x32xf32>
-    %266 = "linalg.fill"(%19, %265) <{operandSegmentSizes = array<i32: 1, 1>}> ({
+      %934 = "arith.addf"(%arg875, %arg876) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%934) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %266 = "tensor.empty"() : () -> tensor<16x32xf32>
+    %267 = "linalg.fill"(%20, %266) <{operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg873: f32, %arg874: f32):
       "linalg.yield"(%arg873) : (f32) -> ()
-    }) : (f32, tensor<4x32xf32>) -> tensor<4x32xf32>
-    %267 = "linalg.generic"(%264, %266) <{indexing_maps = [#map21, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    }) : (f32, tensor<16x32xf32>) -> tensor<16x32xf32>
+    %268 = "linalg.generic"(%265, %267) <{indexing_maps = [#map21, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg871: f32, %arg872: f32):
-      %932 = "arith.addf"(%arg872, %arg871) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%932) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
-    %268 = "linalg.generic"(%15, %265) <{indexing_maps = [#map16, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %933 = "arith.addf"(%arg872, %arg871) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%933) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x32xf32>) -> tensor<16x32xf32>
+    %269 = "linalg.generic"(%16, %266) <{indexing_maps = [#map16, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg869: f32, %arg870: f32):
       "linalg.yield"(%arg869) : (f32) -> ()
-    }) : (tensor<f32>, tensor<4x32xf32>) -> tensor<4x32xf32>
-    %269 = "linalg.generic"(%267, %268, %265) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<f32>, tensor<16x32xf32>) -> tensor<16x32xf32>
+    %270 = "linalg.generic"(%268, %269, %266) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg866: f32, %arg867: f32, %arg868: f32):
-      %931 = "arith.divf"(%arg866, %arg867) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%931) : (f32) -> ()
-    }) : (tensor<4x32xf32>, tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
-    %270 = "tensor.empty"() : () -> tensor<4x10xf32>
-    %271 = "linalg.fill"(%19, %270) <{operandSegmentSizes = array<i32: 1, 1>}> ({
+      %932 = "arith.divf"(%arg866, %arg867) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%932) : (f32) -> ()
+    }) : (tensor<16x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>) -> tensor<16x32xf32>
+    %271 = "tensor.empty"() : () -> tensor<16x10xf32>
+    %272 = "linalg.fill"(%20, %271) <{operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg864: f32, %arg865: f32):
       "linalg.yield"(%arg864) : (f32) -> ()
-    }) : (f32, tensor<4x10xf32>) -> tensor<4x10xf32>
-    %272 = "linalg.matmul"(%269, %arg24, %271) <{indexing_maps = [#map22, #map23, #map1], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (f32, tensor<16x10xf32>) -> tensor<16x10xf32>
+    %273 = "linalg.matmul"(%270, %arg24, %272) <{indexing_maps = [#map22, #map23, #map1], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg861: f32, %arg862: f32, %arg863: f32):
-      %929 = "arith.mulf"(%arg861, %arg862) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %930 = "arith.addf"(%arg863, %929) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%930) : (f32) -> ()
-    }) : (tensor<4x32xf32>, tensor<32x10xf32>, tensor<4x10xf32>) -> tensor<4x10xf32>
-    %273 = "tensor.empty"() : () -> tensor<1x10xf32>
-    %274 = "linalg.generic"(%arg25, %273) <{indexing_maps = [#map24, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %930 = "arith.mulf"(%arg861, %arg862) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %931 = "arith.addf"(%arg863, %930) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%931) : (f32) -> ()
+    }) : (tensor<16x32xf32>, tensor<32x10xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    %274 = "tensor.empty"() : () -> tensor<1x10xf32>
+    %275 = "linalg.generic"(%arg25, %274) <{indexing_maps = [#map24, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg859: f32, %arg860: f32):
       "linalg.yield"(%arg859) : (f32) -> ()
     }) : (tensor<10xf32>, tensor<1x10xf32>) -> tensor<1x10xf32>
-    %275 = "linalg.generic"(%274, %270) <{indexing_maps = [#map25, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %276 = "linalg.generic"(%275, %271) <{indexing_maps = [#map25, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg857: f32, %arg858: f32):
       "linalg.yield"(%arg857) : (f32) -> ()
-    }) : (tensor<1x10xf32>, tensor<4x10xf32>) -> tensor<4x10xf32>
-    %276 = "linalg.generic"(%272, %275, %270) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<1x10xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    %277 = "linalg.generic"(%273, %276, %271) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg854: f32, %arg855: f32, %arg856: f32):
-      %928 = "arith.addf"(%arg854, %arg855) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%928) : (f32) -> ()
-    }) : (tensor<4x10xf32>, tensor<4x10xf32>, tensor<4x10xf32>) -> tensor<4x10xf32>
-    %277 = "tensor.empty"() : () -> tensor<4xf32>
-    %278 = "linalg.fill"(%9, %277) <{operandSegmentSizes = array<i32: 1, 1>}> ({
+      %929 = "arith.addf"(%arg854, %arg855) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%929) : (f32) -> ()
+    }) : (tensor<16x10xf32>, tensor<16x10xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    %278 = "tensor.empty"() : () -> tensor<16xf32>
+    %279 = "linalg.fill"(%9, %278) <{operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg852: f32, %arg853: f32):
       "linalg.yield"(%arg852) : (f32) -> ()
-    }) : (f32, tensor<4xf32>) -> tensor<4xf32>
-    %279 = "linalg.generic"(%276, %278) <{indexing_maps = [#map17, #map26], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    }) : (f32, tensor<16xf32>) -> tensor<16xf32>
+    %280 = "linalg.generic"(%277, %279) <{indexing_maps = [#map17, #map26], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg850: f32, %arg851: f32):
-      %927 = "arith.maximumf"(%arg851, %arg850) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%927) : (f32) -> ()
-    }) : (tensor<4x10xf32>, tensor<4xf32>) -> tensor<4xf32>
-    %280 = "linalg.generic"(%10, %277) <{indexing_maps = [#map27, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %928 = "arith.maximumf"(%arg851, %arg850) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%928) : (f32) -> ()
+    }) : (tensor<16x10xf32>, tensor<16xf32>) -> tensor<16xf32>
+    %281 = "linalg.generic"(%10, %278) <{indexing_maps = [#map27, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg848: f32, %arg849: f32):
       "linalg.yield"(%arg848) : (f32) -> ()
-    }) : (tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
-    %281 = "linalg.generic"(%280, %279, %277) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<f32>, tensor<16xf32>) -> tensor<16xf32>
+    %282 = "linalg.generic"(%281, %280, %278) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg845: f32, %arg846: f32, %arg847: f32):
-      %926 = "arith.maximumf"(%arg845, %arg846) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%926) : (f32) -> ()
-    }) : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-    %282 = "tensor.empty"() : () -> tensor<4x1xf32>
-    %283 = "linalg.generic"(%281, %282) <{indexing_maps = [#map26, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %927 = "arith.maximumf"(%arg845, %arg846) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%927) : (f32) -> ()
+    }) : (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+    %283 = "tensor.empty"() : () -> tensor<16x1xf32>
+    %284 = "linalg.generic"(%282, %283) <{indexing_maps = [#map26, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg843: f32, %arg844: f32):
       "linalg.yield"(%arg843) : (f32) -> ()
-    }) : (tensor<4xf32>, tensor<4x1xf32>) -> tensor<4x1xf32>
-    %284 = "linalg.generic"(%283, %270) <{indexing_maps = [#map29, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    }) : (tensor<16xf32>, tensor<16x1xf32>) -> tensor<16x1xf32>
+    %285 = "linalg.generic"(%284, %271) <{indexing_maps = [#map29, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg841: f32, %arg842: f32):
       "linalg.yield"(%arg841) : (f32) -> ()
-    }) : (tensor<4x1xf32>, tensor<4x10xf32>) -> tensor<4x10xf32>
-    %285 = "linalg.generic"(%276, %284, %270) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x1xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    %286 = "linalg.generic"(%277, %285, %271) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg838: f32, %arg839: f32, %arg840: f32):
-      %925 = "arith.subf"(%arg838, %arg839) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%925) : (f32) -> ()
-    }) : (tensor<4x10xf32>, tensor<4x10xf32>, tensor<4x10xf32>) -> tensor<4x10xf32>
-    %286 = "linalg.generic"(%285, %270) <{indexing_maps = [#map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %926 = "arith.subf"(%arg838, %arg839) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%926) : (f32) -> ()
+    }) : (tensor<16x10xf32>, tensor<16x10xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    %287 = "linalg.generic"(%286, %271) <{indexing_maps = [#map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg836: f32, %arg837: f32):
-      %924 = "math.exp"(%arg836) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%924) : (f32) -> ()
-    }) : (tensor<4x10xf32>, tensor<4x10xf32>) -> tensor<4x10xf32>
-    %287 = "linalg.fill"(%19, %277) <{operandSegmentSizes = array<i32: 1, 1>}> ({
+      %925 = "math.exp"(%arg836) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
+      "linalg.yield"(%925) : (f32) -> ()
+    }) : (tensor<16x10xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    %288 = "linalg.fill"(%20, %278) <{operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg834: f32, %arg835: f32):
       "linalg.yield"(%arg834) : (f32) -> ()
-    }) : (f32, tensor<4xf32>) -> tensor<4xf32>
-    %288 = "linalg.generic"(%286, %287) <{indexing_maps = [#map17, #map26], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    }) : (f32, tensor<16xf32>) -> tensor<16xf32>
+    %289 = "linalg.generic"(%287, %288) <{indexing_maps = [#map17, #map26], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg832: f32, %arg833: f32):
-      %923 = "arith.addf"(%arg833, %arg832) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%923) : (f32) -> ()
-    }) : (tensor<4x10xf32>, tensor<4xf32>) -> tensor<4xf32>
-    %289 = "linalg.generic"(%288, %282) <{indexing_maps = [#map26, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %924 = "arith.addf"(%arg833, %arg832) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%924) : (f32) -> ()
+    }) : (tensor<16x10xf32>, tensor<16xf32>) -> tensor<16xf32>
+    %290 = "linalg.generic"(%289, %283) <{indexing_maps = [#map26, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg830: f32, %arg831: f32):
       "linalg.yield"(%arg830) : (f32) -> ()
-    }) : (tensor<4xf32>, tensor<4x1xf32>) -> tensor<4x1xf32>
-    %290 = "linalg.generic"(%289, %282) <{indexing_maps = [#map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    }) : (tensor<16xf32>, tensor<16x1xf32>) -> tensor<16x1xf32>
+    %291 = "linalg.generic"(%290, %283) <{indexing_maps = [#map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg828: f32, %arg829: f32):
-      %922 = "math.log"(%arg828) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%922) : (f32) -> ()
-    }) : (tensor<4x1xf32>, tensor<4x1xf32>) -> tensor<4x1xf32>
-    %291 = "linalg.generic"(%290, %270) <{indexing_maps = [#map29, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %923 = "math.log"(%arg828) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
+      "linalg.yield"(%923) : (f32) -> ()
+    }) : (tensor<16x1xf32>, tensor<16x1xf32>) -> tensor<16x1xf32>
+    %292 = "linalg.generic"(%291, %271) <{indexing_maps = [#map29, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg826: f32, %arg827: f32):
       "linalg.yield"(%arg826) : (f32) -> ()
-    }) : (tensor<4x1xf32>, tensor<4x10xf32>) -> tensor<4x10xf32>
-    %292 = "linalg.generic"(%285, %291, %270) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x1xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    %293 = "linalg.generic"(%286, %292, %271) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg823: f32, %arg824: f32, %arg825: f32):
-      %921 = "arith.subf"(%arg823, %arg824) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%921) : (f32) -> ()
-    }) : (tensor<4x10xf32>, tensor<4x10xf32>, tensor<4x10xf32>) -> tensor<4x10xf32>
-    %293 = "linalg.generic"(%arg29, %292, %270) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %922 = "arith.subf"(%arg823, %arg824) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%922) : (f32) -> ()
+    }) : (tensor<16x10xf32>, tensor<16x10xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    %294 = "linalg.generic"(%arg29, %293, %271) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg820: f32, %arg821: f32, %arg822: f32):
-      %920 = "arith.mulf"(%arg820, %arg821) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%920) : (f32) -> ()
-    }) : (tensor<4x10xf32>, tensor<4x10xf32>, tensor<4x10xf32>) -> tensor<4x10xf32>
-    %294 = "linalg.generic"(%293, %287) <{indexing_maps = [#map17, #map26], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %921 = "arith.mulf"(%arg820, %arg821) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%921) : (f32) -> ()
+    }) : (tensor<16x10xf32>, tensor<16x10xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    %295 = "linalg.generic"(%294, %288) <{indexing_maps = [#map17, #map26], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg818: f32, %arg819: f32):
-      %919 = "arith.addf"(%arg819, %arg818) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%919) : (f32) -> ()
-    }) : (tensor<4x10xf32>, tensor<4xf32>) -> tensor<4xf32>
-    %295 = "linalg.fill"(%19, %59) <{operandSegmentSizes = array<i32: 1, 1>}> ({
+      %920 = "arith.addf"(%arg819, %arg818) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%920) : (f32) -> ()
+    }) : (tensor<16x10xf32>, tensor<16xf32>) -> tensor<16xf32>
+    %296 = "linalg.fill"(%20, %60) <{operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg816: f32, %arg817: f32):
       "linalg.yield"(%arg816) : (f32) -> ()
     }) : (f32, tensor<f32>) -> tensor<f32>
-    %296 = "linalg.generic"(%294, %295) <{indexing_maps = [#map28, #map27], iterator_types = [#linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %297 = "linalg.generic"(%295, %296) <{indexing_maps = [#map28, #map27], iterator_types = [#linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg814: f32, %arg815: f32):
-      %918 = "arith.addf"(%arg815, %arg814) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%918) : (f32) -> ()
-    }) : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
-    %297 = "linalg.generic"(%296, %59) <{indexing_maps = [#map14, #map14], iterator_types = [], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %919 = "arith.addf"(%arg815, %arg814) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%919) : (f32) -> ()
+    }) : (tensor<16xf32>, tensor<f32>) -> tensor<f32>
+    %298 = "linalg.generic"(%297, %60) <{indexing_maps = [#map14, #map14], iterator_types = [], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg812: f32, %arg813: f32):
-      %917 = "arith.divf"(%arg812, %2) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %918 = "arith.divf"(%arg812, %15) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%918) : (f32) -> ()
+    }) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    %299 = "linalg.generic"(%298, %60) <{indexing_maps = [#map14, #map14], iterator_types = [], operandSegmentSizes = array<i32: 1, 1>}> ({
+    ^bb0(%arg810: f32, %arg811: f32):
+      %917 = "arith.negf"(%arg810) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
       "linalg.yield"(%917) : (f32) -> ()
     }) : (tensor<f32>, tensor<f32>) -> tensor<f32>
-    %298 = "linalg.generic"(%297, %59) <{indexing_maps = [#map14, #map14], iterator_types = [], operandSegmentSizes = array<i32: 1, 1>}> ({
-    ^bb0(%arg810: f32, %arg811: f32):
-      %916 = "arith.negf"(%arg810) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%916) : (f32) -> ()
-    }) : (tensor<f32>, tensor<f32>) -> tensor<f32>
-    %299 = "linalg.generic"(%59) <{indexing_maps = [#map14], iterator_types = [], operandSegmentSizes = array<i32: 0, 1>}> ({
+    %300 = "linalg.generic"(%60) <{indexing_maps = [#map14], iterator_types = [], operandSegmentSizes = array<i32: 0, 1>}> ({
     ^bb0(%arg809: f32):
       "linalg.yield"(%0) : (f32) -> ()
     }) : (tensor<f32>) -> tensor<f32>
-    %300 = "linalg.generic"(%299, %59) <{indexing_maps = [#map14, #map14], iterator_types = [], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %301 = "linalg.generic"(%300, %60) <{indexing_maps = [#map14, #map14], iterator_types = [], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg807: f32, %arg808: f32):
-      %915 = "arith.divf"(%arg807, %2) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%915) : (f32) -> ()
+      %916 = "arith.divf"(%arg807, %15) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%916) : (f32) -> ()
     }) : (tensor<f32>, tensor<f32>) -> tensor<f32>
-    %301 = "linalg.generic"(%300, %277) <{indexing_maps = [#map27, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %302 = "linalg.generic"(%301, %278) <{indexing_maps = [#map27, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg805: f32, %arg806: f32):
       "linalg.yield"(%arg805) : (f32) -> ()
-    }) : (tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
-    %302 = "linalg.generic"(%301, %270) <{indexing_maps = [#map26, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    }) : (tensor<f32>, tensor<16xf32>) -> tensor<16xf32>
+    %303 = "linalg.generic"(%302, %271) <{indexing_maps = [#map26, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg803: f32, %arg804: f32):
       "linalg.yield"(%arg803) : (f32) -> ()
-    }) : (tensor<4xf32>, tensor<4x10xf32>) -> tensor<4x10xf32>
-    %303 = "linalg.generic"(%arg29, %302, %270) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    %304 = "linalg.generic"(%arg29, %303, %271) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg800: f32, %arg801: f32, %arg802: f32):
-      %914 = "arith.mulf"(%arg800, %arg801) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%914) : (f32) -> ()
-    }) : (tensor<4x10xf32>, tensor<4x10xf32>, tensor<4x10xf32>) -> tensor<4x10xf32>
-    %304 = "linalg.generic"(%303, %270) <{indexing_maps = [#map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %915 = "arith.mulf"(%arg800, %arg801) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%915) : (f32) -> ()
+    }) : (tensor<16x10xf32>, tensor<16x10xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    %305 = "linalg.generic"(%304, %271) <{indexing_maps = [#map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg798: f32, %arg799: f32):
-      %913 = "arith.negf"(%arg798) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%913) : (f32) -> ()
-    }) : (tensor<4x10xf32>, tensor<4x10xf32>) -> tensor<4x10xf32>
-    %305 = "linalg.generic"(%304, %287) <{indexing_maps = [#map17, #map26], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %914 = "arith.negf"(%arg798) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
+      "linalg.yield"(%914) : (f32) -> ()
+    }) : (tensor<16x10xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    %306 = "linalg.generic"(%305, %288) <{indexing_maps = [#map17, #map26], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg796: f32, %arg797: f32):
-      %912 = "arith.addf"(%arg797, %arg796) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%912) : (f32) -> ()
-    }) : (tensor<4x10xf32>, tensor<4xf32>) -> tensor<4xf32>
-    %306 = "tensor.expand_shape"(%305) <{reassociation = [[0, 1]], static_output_shape = array<i64: 4, 1>}> : (tensor<4xf32>) -> tensor<4x1xf32>
-    %307 = "linalg.generic"(%306, %289, %282) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %913 = "arith.addf"(%arg797, %arg796) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%913) : (f32) -> ()
+    }) : (tensor<16x10xf32>, tensor<16xf32>) -> tensor<16xf32>
+    %307 = "tensor.expand_shape"(%306) <{reassociation = [[0, 1]], static_output_shape = array<i64: 16, 1>}> : (tensor<16xf32>) -> tensor<16x1xf32>
+    %308 = "linalg.generic"(%307, %290, %283) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg793: f32, %arg794: f32, %arg795: f32):
-      %911 = "arith.divf"(%arg793, %arg794) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%911) : (f32) -> ()
-    }) : (tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>) -> tensor<4x1xf32>
-    %308 = "linalg.generic"(%307, %287) <{indexing_maps = [#map17, #map26], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %912 = "arith.divf"(%arg793, %arg794) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%912) : (f32) -> ()
+    }) : (tensor<16x1xf32>, tensor<16x1xf32>, tensor<16x1xf32>) -> tensor<16x1xf32>
+    %309 = "linalg.generic"(%308, %288) <{indexing_maps = [#map17, #map26], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg791: f32, %arg792: f32):
-      %910 = "arith.addf"(%arg792, %arg791) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%910) : (f32) -> ()
-    }) : (tensor<4x1xf32>, tensor<4xf32>) -> tensor<4xf32>
-    %309 = "linalg.generic"(%308, %270) <{indexing_maps = [#map26, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %911 = "arith.addf"(%arg792, %arg791) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%911) : (f32) -> ()
+    }) : (tensor<16x1xf32>, tensor<16xf32>) -> tensor<16xf32>
+    %310 = "linalg.generic"(%309, %271) <{indexing_maps = [#map26, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg789: f32, %arg790: f32):
       "linalg.yield"(%arg789) : (f32) -> ()
-    }) : (tensor<4xf32>, tensor<4x10xf32>) -> tensor<4x10xf32>
-    %310 = "linalg.generic"(%309, %286, %270) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    %311 = "linalg.generic"(%310, %287, %271) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg786: f32, %arg787: f32, %arg788: f32):
-      %909 = "arith.mulf"(%arg786, %arg787) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%909) : (f32) -> ()
-    }) : (tensor<4x10xf32>, tensor<4x10xf32>, tensor<4x10xf32>) -> tensor<4x10xf32>
-    %311 = "linalg.generic"(%303, %310, %270) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %910 = "arith.mulf"(%arg786, %arg787) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%910) : (f32) -> ()
+    }) : (tensor<16x10xf32>, tensor<16x10xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    %312 = "linalg.generic"(%304, %311, %271) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg783: f32, %arg784: f32, %arg785: f32):
-      %908 = "arith.addf"(%arg783, %arg784) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%908) : (f32) -> ()
-    }) : (tensor<4x10xf32>, tensor<4x10xf32>, tensor<4x10xf32>) -> tensor<4x10xf32>
-    %312 = "tensor.empty"() : () -> tensor<10xf32>
-    %313 = "linalg.fill"(%19, %312) <{operandSegmentSizes = array<i32: 1, 1>}> ({
+      %909 = "arith.addf"(%arg783, %arg784) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%909) : (f32) -> ()
+    }) : (tensor<16x10xf32>, tensor<16x10xf32>, tensor<16x10xf32>) -> tensor<16x10xf32>
+    %313 = "tensor.empty"() : () -> tensor<10xf32>
+    %314 = "linalg.fill"(%20, %313) <{operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg781: f32, %arg782: f32):
       "linalg.yield"(%arg781) : (f32) -> ()
     }) : (f32, tensor<10xf32>) -> tensor<10xf32>
-    %314 = "linalg.generic"(%311, %313) <{indexing_maps = [#map30, #map26], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %315 = "linalg.generic"(%312, %314) <{indexing_maps = [#map30, #map26], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg779: f32, %arg780: f32):
-      %907 = "arith.addf"(%arg780, %arg779) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%907) : (f32) -> ()
-    }) : (tensor<4x10xf32>, tensor<10xf32>) -> tensor<10xf32>
-    %315 = "tensor.expand_shape"(%314) <{reassociation = [[0, 1]], static_output_shape = array<i64: 1, 10>}> : (tensor<10xf32>) -> tensor<1x10xf32>
-    %316 = "linalg.generic"(%315, %313) <{indexing_maps = [#map30, #map26], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %908 = "arith.addf"(%arg780, %arg779) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%908) : (f32) -> ()
+    }) : (tensor<16x10xf32>, tensor<10xf32>) -> tensor<10xf32>
+    %316 = "tensor.expand_shape"(%315) <{reassociation = [[0, 1]], static_output_shape = array<i64: 1, 10>}> : (tensor<10xf32>) -> tensor<1x10xf32>
+    %317 = "linalg.generic"(%316, %314) <{indexing_maps = [#map30, #map26], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg777: f32, %arg778: f32):
-      %906 = "arith.addf"(%arg778, %arg777) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%906) : (f32) -> ()
+      %907 = "arith.addf"(%arg778, %arg777) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%907) : (f32) -> ()
     }) : (tensor<1x10xf32>, tensor<10xf32>) -> tensor<10xf32>
-    %317 = "tensor.empty"() : () -> tensor<10x32xf32>
-    %318 = "linalg.fill"(%19, %317) <{operandSegmentSizes = array<i32: 1, 1>}> ({
+    %318 = "tensor.empty"() : () -> tensor<10x32xf32>
+    %319 = "linalg.fill"(%20, %318) <{operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg775: f32, %arg776: f32):
       "linalg.yield"(%arg775) : (f32) -> ()
     }) : (f32, tensor<10x32xf32>) -> tensor<10x32xf32>
-    %319 = "linalg.generic"(%311, %269, %318) <{indexing_maps = [#map31, #map23, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %320 = "linalg.generic"(%312, %270, %319) <{indexing_maps = [#map31, #map23, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg772: f32, %arg773: f32, %arg774: f32):
-      %904 = "arith.mulf"(%arg772, %arg773) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %905 = "arith.addf"(%arg774, %904) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%905) : (f32) -> ()
-    }) : (tensor<4x10xf32>, tensor<4x32xf32>, tensor<10x32xf32>) -> tensor<10x32xf32>
-    %320 = "tensor.empty"() : () -> tensor<32x10xf32>
-    %321 = "linalg.generic"(%319, %320) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %905 = "arith.mulf"(%arg772, %arg773) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %906 = "arith.addf"(%arg774, %905) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%906) : (f32) -> ()
+    }) : (tensor<16x10xf32>, tensor<16x32xf32>, tensor<10x32xf32>) -> tensor<10x32xf32>
+    %321 = "tensor.empty"() : () -> tensor<32x10xf32>
+    %322 = "linalg.generic"(%320, %321) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg770: f32, %arg771: f32):
       "linalg.yield"(%arg770) : (f32) -> ()
     }) : (tensor<10x32xf32>, tensor<32x10xf32>) -> tensor<32x10xf32>
-    %322 = "linalg.generic"(%311, %arg24, %266) <{indexing_maps = [#map22, #map32, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %323 = "linalg.generic"(%312, %arg24, %267) <{indexing_maps = [#map22, #map32, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg767: f32, %arg768: f32, %arg769: f32):
-      %902 = "arith.mulf"(%arg767, %arg768) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %903 = "arith.addf"(%arg769, %902) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%903) : (f32) -> ()
-    }) : (tensor<4x10xf32>, tensor<32x10xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
-    %323 = "linalg.generic"(%322, %268, %265) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %903 = "arith.mulf"(%arg767, %arg768) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %904 = "arith.addf"(%arg769, %903) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%904) : (f32) -> ()
+    }) : (tensor<16x10xf32>, tensor<32x10xf32>, tensor<16x32xf32>) -> tensor<16x32xf32>
+    %324 = "linalg.generic"(%323, %269, %266) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg764: f32, %arg765: f32, %arg766: f32):
-      %901 = "arith.divf"(%arg764, %arg765) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%901) : (f32) -> ()
-    }) : (tensor<4x32xf32>, tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
-    %324 = "linalg.generic"(%323, %27) <{indexing_maps = [#map22, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %902 = "arith.divf"(%arg764, %arg765) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%902) : (f32) -> ()
+    }) : (tensor<16x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>) -> tensor<16x32xf32>
+    %325 = "linalg.generic"(%324, %28) <{indexing_maps = [#map22, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg762: f32, %arg763: f32):
       "linalg.yield"(%arg762) : (f32) -> ()
-    }) : (tensor<4x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %325 = "tensor.empty"() : () -> tensor<32xf32>
-    %326 = "linalg.fill"(%19, %325) <{operandSegmentSizes = array<i32: 1, 1>}> ({
+    }) : (tensor<16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %326 = "tensor.empty"() : () -> tensor<32xf32>
+    %327 = "linalg.fill"(%20, %326) <{operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg760: f32, %arg761: f32):
       "linalg.yield"(%arg760) : (f32) -> ()
     }) : (f32, tensor<32xf32>) -> tensor<32xf32>
-    %327 = "linalg.generic"(%324, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %328 = "linalg.generic"(%325, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg758: f32, %arg759: f32):
-      %900 = "arith.addf"(%arg759, %arg758) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%900) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %328 = "tensor.expand_shape"(%327) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
-    %329 = "linalg.generic"(%328, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %901 = "arith.addf"(%arg759, %arg758) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%901) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
+    %329 = "tensor.expand_shape"(%328) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
+    %330 = "linalg.generic"(%329, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg756: f32, %arg757: f32):
-      %899 = "arith.addf"(%arg757, %arg756) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%899) : (f32) -> ()
+      %900 = "arith.addf"(%arg757, %arg756) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%900) : (f32) -> ()
     }) : (tensor<1x1x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %330 = "linalg.generic"(%258, %324, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %331 = "linalg.generic"(%259, %325, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg753: f32, %arg754: f32, %arg755: f32):
-      %898 = "arith.mulf"(%arg753, %arg754) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%898) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %331 = "linalg.generic"(%330, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %899 = "arith.mulf"(%arg753, %arg754) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%899) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %332 = "linalg.generic"(%331, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg751: f32, %arg752: f32):
-      %897 = "arith.addf"(%arg752, %arg751) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%897) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %332 = "tensor.expand_shape"(%331) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
-    %333 = "linalg.generic"(%324, %260, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %898 = "arith.addf"(%arg752, %arg751) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%898) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
+    %333 = "tensor.expand_shape"(%332) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
+    %334 = "linalg.generic"(%325, %261, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg748: f32, %arg749: f32, %arg750: f32):
-      %896 = "arith.mulf"(%arg748, %arg749) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%896) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %334 = "linalg.generic"(%332, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %897 = "arith.mulf"(%arg748, %arg749) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%897) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %335 = "linalg.generic"(%333, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg746: f32, %arg747: f32):
-      %895 = "arith.addf"(%arg747, %arg746) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%895) : (f32) -> ()
+      %896 = "arith.addf"(%arg747, %arg746) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%896) : (f32) -> ()
     }) : (tensor<1x1x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %335 = "linalg.generic"(%248, %333, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %336 = "linalg.generic"(%249, %334, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg743: f32, %arg744: f32, %arg745: f32):
-      %894 = "arith.mulf"(%arg743, %arg744) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%894) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %336 = "linalg.generic"(%335, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %895 = "arith.mulf"(%arg743, %arg744) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%895) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %337 = "linalg.generic"(%336, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg741: f32, %arg742: f32):
-      %893 = "arith.addf"(%arg742, %arg741) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%893) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %337 = "tensor.expand_shape"(%336) <{reassociation = [[0], [1, 2]], static_output_shape = array<i64: 4, 16, 1>}> : (tensor<4x16xf32>) -> tensor<4x16x1xf32>
-    %338 = "linalg.generic"(%333, %257, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %894 = "arith.addf"(%arg742, %arg741) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%894) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %338 = "tensor.expand_shape"(%337) <{reassociation = [[0], [1, 2]], static_output_shape = array<i64: 16, 16, 1>}> : (tensor<16x16xf32>) -> tensor<16x16x1xf32>
+    %339 = "linalg.generic"(%334, %258, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg738: f32, %arg739: f32, %arg740: f32):
-      %892 = "arith.mulf"(%arg738, %arg739) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%892) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %339 = "linalg.generic"(%337, %256, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %893 = "arith.mulf"(%arg738, %arg739) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%893) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %340 = "linalg.generic"(%338, %257, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg735: f32, %arg736: f32, %arg737: f32):
-      %891 = "arith.mulf"(%arg735, %arg736) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%891) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %340 = "linalg.generic"(%339, %25, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %892 = "arith.mulf"(%arg735, %arg736) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%892) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %341 = "linalg.generic"(%340, %26, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg732: f32, %arg733: f32, %arg734: f32):
-      %890 = "arith.divf"(%arg732, %arg733) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%890) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %341 = "linalg.generic"(%340, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %891 = "arith.divf"(%arg732, %arg733) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%891) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %342 = "linalg.generic"(%341, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg730: f32, %arg731: f32):
-      %889 = "arith.addf"(%arg731, %arg730) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%889) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %342 = "linalg.generic"(%341, %27) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %890 = "arith.addf"(%arg731, %arg730) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%890) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %343 = "linalg.generic"(%342, %28) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg728: f32, %arg729: f32):
       "linalg.yield"(%arg728) : (f32) -> ()
-    }) : (tensor<4x16xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %343 = "linalg.generic"(%248, %342, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %344 = "linalg.generic"(%249, %343, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg725: f32, %arg726: f32, %arg727: f32):
-      %888 = "arith.mulf"(%arg725, %arg726) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%888) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %344 = "linalg.generic"(%342, %248, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %889 = "arith.mulf"(%arg725, %arg726) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%889) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %345 = "linalg.generic"(%343, %249, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg722: f32, %arg723: f32, %arg724: f32):
-      %887 = "arith.mulf"(%arg722, %arg723) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%887) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %345 = "linalg.generic"(%338, %344, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %888 = "arith.mulf"(%arg722, %arg723) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%888) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %346 = "linalg.generic"(%339, %345, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg719: f32, %arg720: f32, %arg721: f32):
-      %886 = "arith.addf"(%arg719, %arg720) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%886) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %346 = "linalg.generic"(%345, %343, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %887 = "arith.addf"(%arg719, %arg720) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%887) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %347 = "linalg.generic"(%346, %344, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg716: f32, %arg717: f32, %arg718: f32):
-      %885 = "arith.addf"(%arg716, %arg717) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%885) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %347 = "linalg.generic"(%346, %27) <{indexing_maps = [#map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %886 = "arith.addf"(%arg716, %arg717) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%886) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %348 = "linalg.generic"(%347, %28) <{indexing_maps = [#map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg714: f32, %arg715: f32):
-      %884 = "arith.negf"(%arg714) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%884) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %348 = "linalg.generic"(%347, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %885 = "arith.negf"(%arg714) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
+      "linalg.yield"(%885) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %349 = "linalg.generic"(%348, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg712: f32, %arg713: f32):
-      %883 = "arith.addf"(%arg713, %arg712) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%883) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %349 = "tensor.expand_shape"(%348) <{reassociation = [[0], [1, 2]], static_output_shape = array<i64: 4, 16, 1>}> : (tensor<4x16xf32>) -> tensor<4x16x1xf32>
-    %350 = "linalg.generic"(%349, %25, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %884 = "arith.addf"(%arg713, %arg712) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%884) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %350 = "tensor.expand_shape"(%349) <{reassociation = [[0], [1, 2]], static_output_shape = array<i64: 16, 16, 1>}> : (tensor<16x16xf32>) -> tensor<16x16x1xf32>
+    %351 = "linalg.generic"(%350, %26, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg709: f32, %arg710: f32, %arg711: f32):
-      %882 = "arith.divf"(%arg709, %arg710) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%882) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %351 = "linalg.generic"(%350, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %883 = "arith.divf"(%arg709, %arg710) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%883) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %352 = "linalg.generic"(%351, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg707: f32, %arg708: f32):
-      %881 = "arith.addf"(%arg708, %arg707) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%881) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %352 = "linalg.generic"(%351, %27) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %882 = "arith.addf"(%arg708, %arg707) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%882) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %353 = "linalg.generic"(%352, %28) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg705: f32, %arg706: f32):
       "linalg.yield"(%arg705) : (f32) -> ()
-    }) : (tensor<4x16xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %353 = "linalg.generic"(%346, %352, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %354 = "linalg.generic"(%347, %353, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg702: f32, %arg703: f32, %arg704: f32):
-      %880 = "arith.addf"(%arg702, %arg703) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%880) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %354 = "linalg.generic"(%353, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %881 = "arith.addf"(%arg702, %arg703) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%881) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %355 = "linalg.generic"(%354, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg700: f32, %arg701: f32):
-      %879 = "arith.addf"(%arg701, %arg700) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%879) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %355 = "tensor.expand_shape"(%354) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
-    %356 = "linalg.generic"(%355, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %880 = "arith.addf"(%arg701, %arg700) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%880) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
+    %356 = "tensor.expand_shape"(%355) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
+    %357 = "linalg.generic"(%356, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg698: f32, %arg699: f32):
-      %878 = "arith.addf"(%arg699, %arg698) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%878) : (f32) -> ()
+      %879 = "arith.addf"(%arg699, %arg698) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%879) : (f32) -> ()
     }) : (tensor<1x1x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %357 = "tensor.empty"() : () -> tensor<32x64xf32>
-    %358 = "linalg.fill"(%19, %357) <{operandSegmentSizes = array<i32: 1, 1>}> ({
+    %358 = "tensor.empty"() : () -> tensor<32x64xf32>
+    %359 = "linalg.fill"(%20, %358) <{operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg696: f32, %arg697: f32):
       "linalg.yield"(%arg696) : (f32) -> ()
     }) : (f32, tensor<32x64xf32>) -> tensor<32x64xf32>
-    %359 = "linalg.generic"(%353, %238, %358) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %360 = "linalg.generic"(%354, %239, %359) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg693: f32, %arg694: f32, %arg695: f32):
-      %876 = "arith.mulf"(%arg693, %arg694) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %877 = "arith.addf"(%arg695, %876) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%877) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x64xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
-    %360 = "tensor.empty"() : () -> tensor<64x32xf32>
-    %361 = "linalg.generic"(%359, %360) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %877 = "arith.mulf"(%arg693, %arg694) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %878 = "arith.addf"(%arg695, %877) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%878) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x64xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
+    %361 = "tensor.empty"() : () -> tensor<64x32xf32>
+    %362 = "linalg.generic"(%360, %361) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg691: f32, %arg692: f32):
       "linalg.yield"(%arg691) : (f32) -> ()
     }) : (tensor<32x64xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
-    %362 = "linalg.generic"(%353, %arg23, %124) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %363 = "linalg.generic"(%354, %arg23, %125) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg688: f32, %arg689: f32, %arg690: f32):
-      %874 = "arith.mulf"(%arg688, %arg689) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %875 = "arith.addf"(%arg690, %874) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%875) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<64x32xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %363 = "linalg.generic"(%226, %362, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %875 = "arith.mulf"(%arg688, %arg689) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %876 = "arith.addf"(%arg690, %875) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%876) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<64x32xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %364 = "linalg.generic"(%227, %363, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg685: f32, %arg686: f32, %arg687: f32):
-      %873 = "arith.mulf"(%arg685, %arg686) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%873) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %364 = "linalg.generic"(%362, %237, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %874 = "arith.mulf"(%arg685, %arg686) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%874) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %365 = "linalg.generic"(%363, %238, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg682: f32, %arg683: f32, %arg684: f32):
-      %872 = "arith.mulf"(%arg682, %arg683) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%872) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %365 = "linalg.generic"(%144, %363, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %873 = "arith.mulf"(%arg682, %arg683) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%873) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %366 = "linalg.generic"(%145, %364, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg679: f32, %arg680: f32, %arg681: f32):
-      %871 = "arith.mulf"(%arg679, %arg680) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%871) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %366 = "linalg.generic"(%365, %236, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %872 = "arith.mulf"(%arg679, %arg680) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%872) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %367 = "linalg.generic"(%366, %237, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg676: f32, %arg677: f32, %arg678: f32):
-      %870 = "arith.mulf"(%arg676, %arg677) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%870) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %367 = "linalg.generic"(%137, %366, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %871 = "arith.mulf"(%arg676, %arg677) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%871) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %368 = "linalg.generic"(%138, %367, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg673: f32, %arg674: f32, %arg675: f32):
-      %869 = "arith.mulf"(%arg673, %arg674) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%869) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %368 = "linalg.generic"(%364, %367, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %870 = "arith.mulf"(%arg673, %arg674) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%870) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %369 = "linalg.generic"(%365, %368, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg670: f32, %arg671: f32, %arg672: f32):
-      %868 = "arith.addf"(%arg670, %arg671) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%868) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %369 = "linalg.generic"(%134, %367, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %869 = "arith.addf"(%arg670, %arg671) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%869) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %370 = "linalg.generic"(%135, %368, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg667: f32, %arg668: f32, %arg669: f32):
-      %867 = "arith.mulf"(%arg667, %arg668) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%867) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %370 = "linalg.generic"(%369, %229, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %868 = "arith.mulf"(%arg667, %arg668) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%868) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %371 = "linalg.generic"(%370, %230, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg664: f32, %arg665: f32, %arg666: f32):
-      %866 = "arith.mulf"(%arg664, %arg665) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%866) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %371 = "linalg.generic"(%368, %370, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %867 = "arith.mulf"(%arg664, %arg665) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%867) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %372 = "linalg.generic"(%369, %371, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg661: f32, %arg662: f32, %arg663: f32):
-      %865 = "arith.addf"(%arg661, %arg662) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%865) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %372 = "tensor.empty"() : () -> tensor<64xf32>
-    %373 = "linalg.fill"(%19, %372) <{operandSegmentSizes = array<i32: 1, 1>}> ({
+      %866 = "arith.addf"(%arg661, %arg662) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%866) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %373 = "tensor.empty"() : () -> tensor<64xf32>
+    %374 = "linalg.fill"(%20, %373) <{operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg659: f32, %arg660: f32):
       "linalg.yield"(%arg659) : (f32) -> ()
     }) : (f32, tensor<64xf32>) -> tensor<64xf32>
-    %374 = "linalg.generic"(%371, %373) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %375 = "linalg.generic"(%372, %374) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg657: f32, %arg658: f32):
-      %864 = "arith.addf"(%arg658, %arg657) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%864) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<64xf32>) -> tensor<64xf32>
-    %375 = "tensor.expand_shape"(%374) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 64>}> : (tensor<64xf32>) -> tensor<1x1x64xf32>
-    %376 = "linalg.generic"(%375, %373) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %865 = "arith.addf"(%arg658, %arg657) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%865) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<64xf32>) -> tensor<64xf32>
+    %376 = "tensor.expand_shape"(%375) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 64>}> : (tensor<64xf32>) -> tensor<1x1x64xf32>
+    %377 = "linalg.generic"(%376, %374) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg655: f32, %arg656: f32):
-      %863 = "arith.addf"(%arg656, %arg655) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%863) : (f32) -> ()
+      %864 = "arith.addf"(%arg656, %arg655) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%864) : (f32) -> ()
     }) : (tensor<1x1x64xf32>, tensor<64xf32>) -> tensor<64xf32>
-    %377 = "linalg.fill"(%19, %360) <{operandSegmentSizes = array<i32: 1, 1>}> ({
+    %378 = "linalg.fill"(%20, %361) <{operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg653: f32, %arg654: f32):
       "linalg.yield"(%arg653) : (f32) -> ()
     }) : (f32, tensor<64x32xf32>) -> tensor<64x32xf32>
-    %378 = "linalg.generic"(%371, %222, %377) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %379 = "linalg.generic"(%372, %223, %378) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg650: f32, %arg651: f32, %arg652: f32):
-      %861 = "arith.mulf"(%arg650, %arg651) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %862 = "arith.addf"(%arg652, %861) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%862) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
-    %379 = "linalg.generic"(%378, %357) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %862 = "arith.mulf"(%arg650, %arg651) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %863 = "arith.addf"(%arg652, %862) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%863) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
+    %380 = "linalg.generic"(%379, %358) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg648: f32, %arg649: f32):
       "linalg.yield"(%arg648) : (f32) -> ()
     }) : (tensor<64x32xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
-    %380 = "linalg.generic"(%371, %arg22, %46) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %381 = "linalg.generic"(%372, %arg22, %47) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg645: f32, %arg646: f32, %arg647: f32):
-      %859 = "arith.mulf"(%arg645, %arg646) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %860 = "arith.addf"(%arg647, %859) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%860) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<32x64xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %381 = "linalg.generic"(%380, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %860 = "arith.mulf"(%arg645, %arg646) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %861 = "arith.addf"(%arg647, %860) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%861) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<32x64xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %382 = "linalg.generic"(%381, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg643: f32, %arg644: f32):
-      %858 = "arith.addf"(%arg644, %arg643) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%858) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %382 = "tensor.expand_shape"(%381) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
-    %383 = "linalg.generic"(%382, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %859 = "arith.addf"(%arg644, %arg643) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%859) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
+    %383 = "tensor.expand_shape"(%382) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
+    %384 = "linalg.generic"(%383, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg641: f32, %arg642: f32):
-      %857 = "arith.addf"(%arg642, %arg641) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%857) : (f32) -> ()
+      %858 = "arith.addf"(%arg642, %arg641) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%858) : (f32) -> ()
     }) : (tensor<1x1x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %384 = "linalg.generic"(%216, %380, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %385 = "linalg.generic"(%217, %381, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg638: f32, %arg639: f32, %arg640: f32):
-      %856 = "arith.mulf"(%arg638, %arg639) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%856) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %385 = "linalg.generic"(%384, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %857 = "arith.mulf"(%arg638, %arg639) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%857) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %386 = "linalg.generic"(%385, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg636: f32, %arg637: f32):
-      %855 = "arith.addf"(%arg637, %arg636) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%855) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %386 = "tensor.expand_shape"(%385) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
-    %387 = "linalg.generic"(%380, %218, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %856 = "arith.addf"(%arg637, %arg636) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%856) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
+    %387 = "tensor.expand_shape"(%386) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
+    %388 = "linalg.generic"(%381, %219, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg633: f32, %arg634: f32, %arg635: f32):
-      %854 = "arith.mulf"(%arg633, %arg634) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%854) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %388 = "linalg.generic"(%386, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %855 = "arith.mulf"(%arg633, %arg634) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%855) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %389 = "linalg.generic"(%387, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg631: f32, %arg632: f32):
-      %853 = "arith.addf"(%arg632, %arg631) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%853) : (f32) -> ()
+      %854 = "arith.addf"(%arg632, %arg631) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%854) : (f32) -> ()
     }) : (tensor<1x1x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %389 = "linalg.generic"(%206, %387, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %390 = "linalg.generic"(%207, %388, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg628: f32, %arg629: f32, %arg630: f32):
-      %852 = "arith.mulf"(%arg628, %arg629) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%852) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %390 = "linalg.generic"(%389, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %853 = "arith.mulf"(%arg628, %arg629) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%853) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %391 = "linalg.generic"(%390, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg626: f32, %arg627: f32):
-      %851 = "arith.addf"(%arg627, %arg626) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%851) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %391 = "tensor.expand_shape"(%390) <{reassociation = [[0], [1, 2]], static_output_shape = array<i64: 4, 16, 1>}> : (tensor<4x16xf32>) -> tensor<4x16x1xf32>
-    %392 = "linalg.generic"(%387, %215, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %852 = "arith.addf"(%arg627, %arg626) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%852) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %392 = "tensor.expand_shape"(%391) <{reassociation = [[0], [1, 2]], static_output_shape = array<i64: 16, 16, 1>}> : (tensor<16x16xf32>) -> tensor<16x16x1xf32>
+    %393 = "linalg.generic"(%388, %216, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg623: f32, %arg624: f32, %arg625: f32):
-      %850 = "arith.mulf"(%arg623, %arg624) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%850) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %393 = "linalg.generic"(%391, %214, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %851 = "arith.mulf"(%arg623, %arg624) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%851) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %394 = "linalg.generic"(%392, %215, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg620: f32, %arg621: f32, %arg622: f32):
-      %849 = "arith.mulf"(%arg620, %arg621) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%849) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %394 = "linalg.generic"(%393, %25, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %850 = "arith.mulf"(%arg620, %arg621) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%850) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %395 = "linalg.generic"(%394, %26, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg617: f32, %arg618: f32, %arg619: f32):
-      %848 = "arith.divf"(%arg617, %arg618) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%848) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %395 = "linalg.generic"(%394, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %849 = "arith.divf"(%arg617, %arg618) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%849) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %396 = "linalg.generic"(%395, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg615: f32, %arg616: f32):
-      %847 = "arith.addf"(%arg616, %arg615) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%847) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %396 = "linalg.generic"(%395, %27) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %848 = "arith.addf"(%arg616, %arg615) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%848) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %397 = "linalg.generic"(%396, %28) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg613: f32, %arg614: f32):
       "linalg.yield"(%arg613) : (f32) -> ()
-    }) : (tensor<4x16xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %397 = "linalg.generic"(%206, %396, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %398 = "linalg.generic"(%207, %397, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg610: f32, %arg611: f32, %arg612: f32):
-      %846 = "arith.mulf"(%arg610, %arg611) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%846) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %398 = "linalg.generic"(%396, %206, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %847 = "arith.mulf"(%arg610, %arg611) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%847) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %399 = "linalg.generic"(%397, %207, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg607: f32, %arg608: f32, %arg609: f32):
-      %845 = "arith.mulf"(%arg607, %arg608) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%845) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %399 = "linalg.generic"(%392, %398, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %846 = "arith.mulf"(%arg607, %arg608) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%846) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %400 = "linalg.generic"(%393, %399, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg604: f32, %arg605: f32, %arg606: f32):
-      %844 = "arith.addf"(%arg604, %arg605) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%844) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %400 = "linalg.generic"(%399, %397, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %845 = "arith.addf"(%arg604, %arg605) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%845) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %401 = "linalg.generic"(%400, %398, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg601: f32, %arg602: f32, %arg603: f32):
-      %843 = "arith.addf"(%arg601, %arg602) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%843) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %401 = "linalg.generic"(%400, %27) <{indexing_maps = [#map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %844 = "arith.addf"(%arg601, %arg602) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%844) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %402 = "linalg.generic"(%401, %28) <{indexing_maps = [#map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg599: f32, %arg600: f32):
-      %842 = "arith.negf"(%arg599) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%842) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %402 = "linalg.generic"(%401, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %843 = "arith.negf"(%arg599) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
+      "linalg.yield"(%843) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %403 = "linalg.generic"(%402, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg597: f32, %arg598: f32):
-      %841 = "arith.addf"(%arg598, %arg597) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%841) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %403 = "tensor.expand_shape"(%402) <{reassociation = [[0], [1, 2]], static_output_shape = array<i64: 4, 16, 1>}> : (tensor<4x16xf32>) -> tensor<4x16x1xf32>
-    %404 = "linalg.generic"(%353, %400, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %842 = "arith.addf"(%arg598, %arg597) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%842) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %404 = "tensor.expand_shape"(%403) <{reassociation = [[0], [1, 2]], static_output_shape = array<i64: 16, 16, 1>}> : (tensor<16x16xf32>) -> tensor<16x16x1xf32>
+    %405 = "linalg.generic"(%354, %401, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg594: f32, %arg595: f32, %arg596: f32):
-      %840 = "arith.addf"(%arg594, %arg595) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%840) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %405 = "linalg.generic"(%403, %25, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %841 = "arith.addf"(%arg594, %arg595) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%841) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %406 = "linalg.generic"(%404, %26, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg591: f32, %arg592: f32, %arg593: f32):
-      %839 = "arith.divf"(%arg591, %arg592) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%839) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %406 = "linalg.generic"(%405, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %840 = "arith.divf"(%arg591, %arg592) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%840) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %407 = "linalg.generic"(%406, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg589: f32, %arg590: f32):
-      %838 = "arith.addf"(%arg590, %arg589) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%838) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %407 = "linalg.generic"(%406, %27) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %839 = "arith.addf"(%arg590, %arg589) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%839) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %408 = "linalg.generic"(%407, %28) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg587: f32, %arg588: f32):
       "linalg.yield"(%arg587) : (f32) -> ()
-    }) : (tensor<4x16xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %408 = "linalg.generic"(%404, %407, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %409 = "linalg.generic"(%405, %408, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg584: f32, %arg585: f32, %arg586: f32):
-      %837 = "arith.addf"(%arg584, %arg585) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%837) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %409 = "tensor.empty"() : () -> tensor<32x32xf32>
-    %410 = "linalg.fill"(%19, %409) <{operandSegmentSizes = array<i32: 1, 1>}> ({
+      %838 = "arith.addf"(%arg584, %arg585) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%838) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %410 = "tensor.empty"() : () -> tensor<32x32xf32>
+    %411 = "linalg.fill"(%20, %410) <{operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg582: f32, %arg583: f32):
       "linalg.yield"(%arg582) : (f32) -> ()
     }) : (f32, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %411 = "linalg.generic"(%408, %199, %410) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %412 = "linalg.generic"(%409, %200, %411) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg579: f32, %arg580: f32, %arg581: f32):
-      %835 = "arith.mulf"(%arg579, %arg580) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %836 = "arith.addf"(%arg581, %835) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%836) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %412 = "linalg.generic"(%411, %409) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %836 = "arith.mulf"(%arg579, %arg580) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %837 = "arith.addf"(%arg581, %836) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%837) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+    %413 = "linalg.generic"(%412, %410) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg577: f32, %arg578: f32):
       "linalg.yield"(%arg577) : (f32) -> ()
     }) : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %413 = "linalg.generic"(%408, %arg13, %46) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %414 = "linalg.generic"(%409, %arg13, %47) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg574: f32, %arg575: f32, %arg576: f32):
-      %833 = "arith.mulf"(%arg574, %arg575) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %834 = "arith.addf"(%arg576, %833) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%834) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %414 = "tensor.expand_shape"(%413) <{reassociation = [[0], [1], [2, 3]], static_output_shape = array<i64: 4, 16, 2, 16>}> : (tensor<4x16x32xf32>) -> tensor<4x16x2x16xf32>
-    %415 = "linalg.generic"(%414, %49) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %834 = "arith.mulf"(%arg574, %arg575) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %835 = "arith.addf"(%arg576, %834) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%835) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %415 = "tensor.expand_shape"(%414) <{reassociation = [[0], [1], [2, 3]], static_output_shape = array<i64: 16, 16, 2, 16>}> : (tensor<16x16x32xf32>) -> tensor<16x16x2x16xf32>
+    %416 = "linalg.generic"(%415, %50) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg572: f32, %arg573: f32):
       "linalg.yield"(%arg572) : (f32) -> ()
-    }) : (tensor<4x16x2x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %416 = "linalg.generic"(%415, %194, %57) <{indexing_maps = [#map38, #map20, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16x2x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %417 = "linalg.generic"(%416, %195, %58) <{indexing_maps = [#map38, #map20, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg569: f32, %arg570: f32, %arg571: f32):
-      %831 = "arith.mulf"(%arg569, %arg570) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %832 = "arith.addf"(%arg571, %831) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%832) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %417 = "linalg.generic"(%416, %49) <{indexing_maps = [#map39, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %832 = "arith.mulf"(%arg569, %arg570) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %833 = "arith.addf"(%arg571, %832) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%833) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %418 = "linalg.generic"(%417, %50) <{indexing_maps = [#map39, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg567: f32, %arg568: f32):
       "linalg.yield"(%arg567) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %418 = "linalg.generic"(%415, %181, %57) <{indexing_maps = [#map11, #map12, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %419 = "linalg.generic"(%416, %182, %58) <{indexing_maps = [#map11, #map12, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg564: f32, %arg565: f32, %arg566: f32):
-      %829 = "arith.mulf"(%arg564, %arg565) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %830 = "arith.addf"(%arg566, %829) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%830) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %419 = "linalg.generic"(%196, %49) <{indexing_maps = [#map19, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %830 = "arith.mulf"(%arg564, %arg565) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %831 = "arith.addf"(%arg566, %830) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%831) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %420 = "linalg.generic"(%197, %50) <{indexing_maps = [#map19, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg562: f32, %arg563: f32):
       "linalg.yield"(%arg562) : (f32) -> ()
-    }) : (tensor<4x2x16x1xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %420 = "linalg.generic"(%418, %419, %49) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x2x16x1xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %421 = "linalg.generic"(%419, %420, %50) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg559: f32, %arg560: f32, %arg561: f32):
-      %828 = "arith.mulf"(%arg559, %arg560) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%828) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %421 = "linalg.generic"(%420, %190, %49) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %829 = "arith.mulf"(%arg559, %arg560) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%829) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %422 = "linalg.generic"(%421, %191, %50) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg556: f32, %arg557: f32, %arg558: f32):
-      %827 = "arith.mulf"(%arg556, %arg557) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%827) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %422 = "linalg.generic"(%421, %87) <{indexing_maps = [#map10, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %828 = "arith.mulf"(%arg556, %arg557) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%828) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %423 = "linalg.generic"(%422, %88) <{indexing_maps = [#map10, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg554: f32, %arg555: f32):
-      %826 = "arith.addf"(%arg555, %arg554) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%826) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16xf32>) -> tensor<4x2x16xf32>
-    %423 = "tensor.expand_shape"(%422) <{reassociation = [[0], [1], [2, 3]], static_output_shape = array<i64: 4, 2, 16, 1>}> : (tensor<4x2x16xf32>) -> tensor<4x2x16x1xf32>
-    %424 = "linalg.generic"(%423, %82) <{indexing_maps = [#map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %827 = "arith.addf"(%arg555, %arg554) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%827) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16xf32>) -> tensor<16x2x16xf32>
+    %424 = "tensor.expand_shape"(%423) <{reassociation = [[0], [1], [2, 3]], static_output_shape = array<i64: 16, 2, 16, 1>}> : (tensor<16x2x16xf32>) -> tensor<16x2x16x1xf32>
+    %425 = "linalg.generic"(%424, %83) <{indexing_maps = [#map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg552: f32, %arg553: f32):
-      %825 = "arith.negf"(%arg552) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%825) : (f32) -> ()
-    }) : (tensor<4x2x16x1xf32>, tensor<4x2x16x1xf32>) -> tensor<4x2x16x1xf32>
-    %425 = "linalg.generic"(%418, %193, %49) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %826 = "arith.negf"(%arg552) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
+      "linalg.yield"(%826) : (f32) -> ()
+    }) : (tensor<16x2x16x1xf32>, tensor<16x2x16x1xf32>) -> tensor<16x2x16x1xf32>
+    %426 = "linalg.generic"(%419, %194, %50) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg549: f32, %arg550: f32, %arg551: f32):
-      %824 = "arith.divf"(%arg549, %arg550) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%824) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %426 = "linalg.generic"(%424, %87) <{indexing_maps = [#map10, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %825 = "arith.divf"(%arg549, %arg550) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%825) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %427 = "linalg.generic"(%425, %88) <{indexing_maps = [#map10, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg547: f32, %arg548: f32):
-      %823 = "arith.addf"(%arg548, %arg547) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%823) : (f32) -> ()
-    }) : (tensor<4x2x16x1xf32>, tensor<4x2x16xf32>) -> tensor<4x2x16xf32>
-    %427 = "linalg.generic"(%426, %49) <{indexing_maps = [#map8, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %824 = "arith.addf"(%arg548, %arg547) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%824) : (f32) -> ()
+    }) : (tensor<16x2x16x1xf32>, tensor<16x2x16xf32>) -> tensor<16x2x16xf32>
+    %428 = "linalg.generic"(%427, %50) <{indexing_maps = [#map8, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg545: f32, %arg546: f32):
       "linalg.yield"(%arg545) : (f32) -> ()
-    }) : (tensor<4x2x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %428 = "linalg.generic"(%425, %427, %49) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x2x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %429 = "linalg.generic"(%426, %428, %50) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg542: f32, %arg543: f32, %arg544: f32):
-      %822 = "arith.addf"(%arg542, %arg543) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%822) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %429 = "linalg.generic"(%428, %190, %49) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %823 = "arith.addf"(%arg542, %arg543) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%823) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %430 = "linalg.generic"(%429, %191, %50) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg539: f32, %arg540: f32, %arg541: f32):
-      %821 = "arith.mulf"(%arg539, %arg540) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%821) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %430 = "linalg.generic"(%18, %49) <{indexing_maps = [#map15, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %822 = "arith.mulf"(%arg539, %arg540) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%822) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %431 = "linalg.generic"(%19, %50) <{indexing_maps = [#map15, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg537: f32, %arg538: f32):
       "linalg.yield"(%arg537) : (f32) -> ()
-    }) : (tensor<f32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %431 = "linalg.generic"(%74, %429, %430, %49) <{indexing_maps = [#map10, #map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 3, 1>}> ({
+    }) : (tensor<f32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %432 = "linalg.generic"(%75, %430, %431, %50) <{indexing_maps = [#map10, #map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 3, 1>}> ({
     ^bb0(%arg533: i1, %arg534: f32, %arg535: f32, %arg536: f32):
-      %820 = "arith.select"(%arg533, %arg534, %arg535) : (i1, f32, f32) -> f32
-      "linalg.yield"(%820) : (f32) -> ()
-    }) : (tensor<4x2x16x16xi1>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %432 = "linalg.generic"(%431, %61, %49) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %821 = "arith.select"(%arg533, %arg534, %arg535) : (i1, f32, f32) -> f32
+      "linalg.yield"(%821) : (f32) -> ()
+    }) : (tensor<16x2x16x16xi1>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %433 = "linalg.generic"(%432, %62, %50) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg530: f32, %arg531: f32, %arg532: f32):
-      %819 = "arith.divf"(%arg530, %arg531) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%819) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %433 = "linalg.generic"(%432, %175, %57) <{indexing_maps = [#map38, #map20, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %820 = "arith.divf"(%arg530, %arg531) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%820) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %434 = "linalg.generic"(%433, %176, %58) <{indexing_maps = [#map38, #map20, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg527: f32, %arg528: f32, %arg529: f32):
-      %817 = "arith.mulf"(%arg527, %arg528) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %818 = "arith.addf"(%arg529, %817) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%818) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %434 = "linalg.generic"(%432, %178, %57) <{indexing_maps = [#map11, #map20, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %818 = "arith.mulf"(%arg527, %arg528) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %819 = "arith.addf"(%arg529, %818) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%819) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %435 = "linalg.generic"(%433, %179, %58) <{indexing_maps = [#map11, #map20, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg524: f32, %arg525: f32, %arg526: f32):
-      %815 = "arith.mulf"(%arg524, %arg525) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %816 = "arith.addf"(%arg526, %815) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%816) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %435 = "linalg.generic"(%417, %96) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %816 = "arith.mulf"(%arg524, %arg525) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %817 = "arith.addf"(%arg526, %816) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%817) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %436 = "linalg.generic"(%418, %97) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg522: f32, %arg523: f32):
       "linalg.yield"(%arg522) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x16x2x16xf32>) -> tensor<4x16x2x16xf32>
-    %436 = "tensor.collapse_shape"(%435) <{reassociation = [[0], [1], [2, 3]]}> : (tensor<4x16x2x16xf32>) -> tensor<4x16x32xf32>
-    %437 = "linalg.generic"(%436, %172, %410) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x2x16x16xf32>, tensor<16x16x2x16xf32>) -> tensor<16x16x2x16xf32>
+    %437 = "tensor.collapse_shape"(%436) <{reassociation = [[0], [1], [2, 3]]}> : (tensor<16x16x2x16xf32>) -> tensor<16x16x32xf32>
+    %438 = "linalg.generic"(%437, %173, %411) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg519: f32, %arg520: f32, %arg521: f32):
-      %813 = "arith.mulf"(%arg519, %arg520) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %814 = "arith.addf"(%arg521, %813) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%814) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %438 = "linalg.generic"(%437, %409) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %814 = "arith.mulf"(%arg519, %arg520) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %815 = "arith.addf"(%arg521, %814) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%815) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+    %439 = "linalg.generic"(%438, %410) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg517: f32, %arg518: f32):
       "linalg.yield"(%arg517) : (f32) -> ()
     }) : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %439 = "linalg.generic"(%436, %arg15, %46) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %440 = "linalg.generic"(%437, %arg15, %47) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg514: f32, %arg515: f32, %arg516: f32):
-      %811 = "arith.mulf"(%arg514, %arg515) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %812 = "arith.addf"(%arg516, %811) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%812) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %440 = "linalg.generic"(%433, %96) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %812 = "arith.mulf"(%arg514, %arg515) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %813 = "arith.addf"(%arg516, %812) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%813) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %441 = "linalg.generic"(%434, %97) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg512: f32, %arg513: f32):
       "linalg.yield"(%arg512) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x16x2x16xf32>) -> tensor<4x16x2x16xf32>
-    %441 = "tensor.collapse_shape"(%440) <{reassociation = [[0], [1], [2, 3]]}> : (tensor<4x16x2x16xf32>) -> tensor<4x16x32xf32>
-    %442 = "linalg.generic"(%441, %172, %410) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x2x16x16xf32>, tensor<16x16x2x16xf32>) -> tensor<16x16x2x16xf32>
+    %442 = "tensor.collapse_shape"(%441) <{reassociation = [[0], [1], [2, 3]]}> : (tensor<16x16x2x16xf32>) -> tensor<16x16x32xf32>
+    %443 = "linalg.generic"(%442, %173, %411) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg509: f32, %arg510: f32, %arg511: f32):
-      %809 = "arith.mulf"(%arg509, %arg510) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %810 = "arith.addf"(%arg511, %809) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%810) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %443 = "linalg.generic"(%442, %409) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %810 = "arith.mulf"(%arg509, %arg510) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %811 = "arith.addf"(%arg511, %810) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%811) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+    %444 = "linalg.generic"(%443, %410) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg507: f32, %arg508: f32):
       "linalg.yield"(%arg507) : (f32) -> ()
     }) : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %444 = "linalg.generic"(%441, %arg12, %46) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %445 = "linalg.generic"(%442, %arg12, %47) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg504: f32, %arg505: f32, %arg506: f32):
-      %807 = "arith.mulf"(%arg504, %arg505) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %808 = "arith.addf"(%arg506, %807) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%808) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %445 = "linalg.generic"(%439, %444, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %808 = "arith.mulf"(%arg504, %arg505) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %809 = "arith.addf"(%arg506, %808) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%809) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %446 = "linalg.generic"(%440, %445, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg501: f32, %arg502: f32, %arg503: f32):
-      %806 = "arith.addf"(%arg501, %arg502) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%806) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %446 = "linalg.generic"(%434, %96) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %807 = "arith.addf"(%arg501, %arg502) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%807) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %447 = "linalg.generic"(%435, %97) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg499: f32, %arg500: f32):
       "linalg.yield"(%arg499) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x16x2x16xf32>) -> tensor<4x16x2x16xf32>
-    %447 = "tensor.collapse_shape"(%446) <{reassociation = [[0], [1], [2, 3]]}> : (tensor<4x16x2x16xf32>) -> tensor<4x16x32xf32>
-    %448 = "linalg.generic"(%447, %172, %410) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x2x16x16xf32>, tensor<16x16x2x16xf32>) -> tensor<16x16x2x16xf32>
+    %448 = "tensor.collapse_shape"(%447) <{reassociation = [[0], [1], [2, 3]]}> : (tensor<16x16x2x16xf32>) -> tensor<16x16x32xf32>
+    %449 = "linalg.generic"(%448, %173, %411) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg496: f32, %arg497: f32, %arg498: f32):
-      %804 = "arith.mulf"(%arg496, %arg497) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %805 = "arith.addf"(%arg498, %804) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%805) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %449 = "linalg.generic"(%448, %409) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %805 = "arith.mulf"(%arg496, %arg497) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %806 = "arith.addf"(%arg498, %805) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%806) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+    %450 = "linalg.generic"(%449, %410) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg494: f32, %arg495: f32):
       "linalg.yield"(%arg494) : (f32) -> ()
     }) : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %450 = "linalg.generic"(%447, %arg14, %46) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %451 = "linalg.generic"(%448, %arg14, %47) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg491: f32, %arg492: f32, %arg493: f32):
-      %802 = "arith.mulf"(%arg491, %arg492) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %803 = "arith.addf"(%arg493, %802) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%803) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %451 = "linalg.generic"(%445, %450, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %803 = "arith.mulf"(%arg491, %arg492) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %804 = "arith.addf"(%arg493, %803) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%804) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %452 = "linalg.generic"(%446, %451, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg488: f32, %arg489: f32, %arg490: f32):
-      %801 = "arith.addf"(%arg488, %arg489) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%801) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %452 = "linalg.generic"(%451, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %802 = "arith.addf"(%arg488, %arg489) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%802) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %453 = "linalg.generic"(%452, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg486: f32, %arg487: f32):
-      %800 = "arith.addf"(%arg487, %arg486) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%800) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %453 = "tensor.expand_shape"(%452) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
-    %454 = "linalg.generic"(%453, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %801 = "arith.addf"(%arg487, %arg486) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%801) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
+    %454 = "tensor.expand_shape"(%453) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
+    %455 = "linalg.generic"(%454, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg484: f32, %arg485: f32):
-      %799 = "arith.addf"(%arg485, %arg484) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%799) : (f32) -> ()
+      %800 = "arith.addf"(%arg485, %arg484) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%800) : (f32) -> ()
     }) : (tensor<1x1x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %455 = "linalg.generic"(%166, %451, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %456 = "linalg.generic"(%167, %452, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg481: f32, %arg482: f32, %arg483: f32):
-      %798 = "arith.mulf"(%arg481, %arg482) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%798) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %456 = "linalg.generic"(%455, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %799 = "arith.mulf"(%arg481, %arg482) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%799) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %457 = "linalg.generic"(%456, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg479: f32, %arg480: f32):
-      %797 = "arith.addf"(%arg480, %arg479) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%797) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %457 = "tensor.expand_shape"(%456) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
-    %458 = "linalg.generic"(%451, %168, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %798 = "arith.addf"(%arg480, %arg479) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%798) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
+    %458 = "tensor.expand_shape"(%457) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
+    %459 = "linalg.generic"(%452, %169, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg476: f32, %arg477: f32, %arg478: f32):
-      %796 = "arith.mulf"(%arg476, %arg477) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%796) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %459 = "linalg.generic"(%457, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %797 = "arith.mulf"(%arg476, %arg477) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%797) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %460 = "linalg.generic"(%458, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg474: f32, %arg475: f32):
-      %795 = "arith.addf"(%arg475, %arg474) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%795) : (f32) -> ()
+      %796 = "arith.addf"(%arg475, %arg474) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%796) : (f32) -> ()
     }) : (tensor<1x1x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %460 = "linalg.generic"(%156, %458, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %461 = "linalg.generic"(%157, %459, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg471: f32, %arg472: f32, %arg473: f32):
-      %794 = "arith.mulf"(%arg471, %arg472) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%794) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %461 = "linalg.generic"(%460, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %795 = "arith.mulf"(%arg471, %arg472) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%795) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %462 = "linalg.generic"(%461, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg469: f32, %arg470: f32):
-      %793 = "arith.addf"(%arg470, %arg469) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%793) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %462 = "tensor.expand_shape"(%461) <{reassociation = [[0], [1, 2]], static_output_shape = array<i64: 4, 16, 1>}> : (tensor<4x16xf32>) -> tensor<4x16x1xf32>
-    %463 = "linalg.generic"(%458, %165, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %794 = "arith.addf"(%arg470, %arg469) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%794) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %463 = "tensor.expand_shape"(%462) <{reassociation = [[0], [1, 2]], static_output_shape = array<i64: 16, 16, 1>}> : (tensor<16x16xf32>) -> tensor<16x16x1xf32>
+    %464 = "linalg.generic"(%459, %166, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg466: f32, %arg467: f32, %arg468: f32):
-      %792 = "arith.mulf"(%arg466, %arg467) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%792) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %464 = "linalg.generic"(%462, %164, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %793 = "arith.mulf"(%arg466, %arg467) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%793) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %465 = "linalg.generic"(%463, %165, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg463: f32, %arg464: f32, %arg465: f32):
-      %791 = "arith.mulf"(%arg463, %arg464) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%791) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %465 = "linalg.generic"(%464, %25, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %792 = "arith.mulf"(%arg463, %arg464) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%792) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %466 = "linalg.generic"(%465, %26, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg460: f32, %arg461: f32, %arg462: f32):
-      %790 = "arith.divf"(%arg460, %arg461) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%790) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %466 = "linalg.generic"(%465, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %791 = "arith.divf"(%arg460, %arg461) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%791) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %467 = "linalg.generic"(%466, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg458: f32, %arg459: f32):
-      %789 = "arith.addf"(%arg459, %arg458) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%789) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %467 = "linalg.generic"(%466, %27) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %790 = "arith.addf"(%arg459, %arg458) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%790) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %468 = "linalg.generic"(%467, %28) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg456: f32, %arg457: f32):
       "linalg.yield"(%arg456) : (f32) -> ()
-    }) : (tensor<4x16xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %468 = "linalg.generic"(%156, %467, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %469 = "linalg.generic"(%157, %468, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg453: f32, %arg454: f32, %arg455: f32):
-      %788 = "arith.mulf"(%arg453, %arg454) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%788) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %469 = "linalg.generic"(%467, %156, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %789 = "arith.mulf"(%arg453, %arg454) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%789) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %470 = "linalg.generic"(%468, %157, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg450: f32, %arg451: f32, %arg452: f32):
-      %787 = "arith.mulf"(%arg450, %arg451) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%787) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %470 = "linalg.generic"(%463, %469, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %788 = "arith.mulf"(%arg450, %arg451) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%788) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %471 = "linalg.generic"(%464, %470, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg447: f32, %arg448: f32, %arg449: f32):
-      %786 = "arith.addf"(%arg447, %arg448) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%786) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %471 = "linalg.generic"(%470, %468, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %787 = "arith.addf"(%arg447, %arg448) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%787) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %472 = "linalg.generic"(%471, %469, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg444: f32, %arg445: f32, %arg446: f32):
-      %785 = "arith.addf"(%arg444, %arg445) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%785) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %472 = "linalg.generic"(%471, %27) <{indexing_maps = [#map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %786 = "arith.addf"(%arg444, %arg445) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%786) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %473 = "linalg.generic"(%472, %28) <{indexing_maps = [#map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg442: f32, %arg443: f32):
-      %784 = "arith.negf"(%arg442) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%784) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %473 = "linalg.generic"(%472, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %785 = "arith.negf"(%arg442) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
+      "linalg.yield"(%785) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %474 = "linalg.generic"(%473, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg440: f32, %arg441: f32):
-      %783 = "arith.addf"(%arg441, %arg440) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%783) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %474 = "tensor.expand_shape"(%473) <{reassociation = [[0], [1, 2]], static_output_shape = array<i64: 4, 16, 1>}> : (tensor<4x16xf32>) -> tensor<4x16x1xf32>
-    %475 = "linalg.generic"(%408, %471, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %784 = "arith.addf"(%arg441, %arg440) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%784) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %475 = "tensor.expand_shape"(%474) <{reassociation = [[0], [1, 2]], static_output_shape = array<i64: 16, 16, 1>}> : (tensor<16x16xf32>) -> tensor<16x16x1xf32>
+    %476 = "linalg.generic"(%409, %472, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg437: f32, %arg438: f32, %arg439: f32):
-      %782 = "arith.addf"(%arg437, %arg438) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%782) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %476 = "linalg.generic"(%474, %25, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %783 = "arith.addf"(%arg437, %arg438) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%783) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %477 = "linalg.generic"(%475, %26, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg434: f32, %arg435: f32, %arg436: f32):
-      %781 = "arith.divf"(%arg434, %arg435) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%781) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %477 = "linalg.generic"(%476, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %782 = "arith.divf"(%arg434, %arg435) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%782) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %478 = "linalg.generic"(%477, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg432: f32, %arg433: f32):
-      %780 = "arith.addf"(%arg433, %arg432) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%780) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %478 = "linalg.generic"(%477, %27) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %781 = "arith.addf"(%arg433, %arg432) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%781) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %479 = "linalg.generic"(%478, %28) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg430: f32, %arg431: f32):
       "linalg.yield"(%arg430) : (f32) -> ()
-    }) : (tensor<4x16xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %479 = "linalg.generic"(%475, %478, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %480 = "linalg.generic"(%476, %479, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg427: f32, %arg428: f32, %arg429: f32):
-      %779 = "arith.addf"(%arg427, %arg428) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%779) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %480 = "linalg.generic"(%479, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %780 = "arith.addf"(%arg427, %arg428) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%780) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %481 = "linalg.generic"(%480, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg425: f32, %arg426: f32):
-      %778 = "arith.addf"(%arg426, %arg425) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%778) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %481 = "tensor.expand_shape"(%480) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
-    %482 = "linalg.generic"(%481, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %779 = "arith.addf"(%arg426, %arg425) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%779) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
+    %482 = "tensor.expand_shape"(%481) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
+    %483 = "linalg.generic"(%482, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg423: f32, %arg424: f32):
-      %777 = "arith.addf"(%arg424, %arg423) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%777) : (f32) -> ()
+      %778 = "arith.addf"(%arg424, %arg423) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%778) : (f32) -> ()
     }) : (tensor<1x1x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %483 = "linalg.generic"(%479, %146, %358) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %484 = "linalg.generic"(%480, %147, %359) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg420: f32, %arg421: f32, %arg422: f32):
-      %775 = "arith.mulf"(%arg420, %arg421) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %776 = "arith.addf"(%arg422, %775) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%776) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x64xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
-    %484 = "linalg.generic"(%483, %360) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %776 = "arith.mulf"(%arg420, %arg421) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %777 = "arith.addf"(%arg422, %776) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%777) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x64xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
+    %485 = "linalg.generic"(%484, %361) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg418: f32, %arg419: f32):
       "linalg.yield"(%arg418) : (f32) -> ()
     }) : (tensor<32x64xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
-    %485 = "linalg.generic"(%479, %arg11, %124) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %486 = "linalg.generic"(%480, %arg11, %125) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg415: f32, %arg416: f32, %arg417: f32):
-      %773 = "arith.mulf"(%arg415, %arg416) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %774 = "arith.addf"(%arg417, %773) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%774) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<64x32xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %486 = "linalg.generic"(%129, %485, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %774 = "arith.mulf"(%arg415, %arg416) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %775 = "arith.addf"(%arg417, %774) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%775) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<64x32xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %487 = "linalg.generic"(%130, %486, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg412: f32, %arg413: f32, %arg414: f32):
-      %772 = "arith.mulf"(%arg412, %arg413) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%772) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %487 = "linalg.generic"(%485, %145, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %773 = "arith.mulf"(%arg412, %arg413) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%773) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %488 = "linalg.generic"(%486, %146, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg409: f32, %arg410: f32, %arg411: f32):
-      %771 = "arith.mulf"(%arg409, %arg410) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%771) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %488 = "linalg.generic"(%144, %486, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %772 = "arith.mulf"(%arg409, %arg410) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%772) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %489 = "linalg.generic"(%145, %487, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg406: f32, %arg407: f32, %arg408: f32):
-      %770 = "arith.mulf"(%arg406, %arg407) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%770) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %489 = "linalg.generic"(%488, %143, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %771 = "arith.mulf"(%arg406, %arg407) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%771) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %490 = "linalg.generic"(%489, %144, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg403: f32, %arg404: f32, %arg405: f32):
-      %769 = "arith.mulf"(%arg403, %arg404) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%769) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %490 = "linalg.generic"(%137, %489, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %770 = "arith.mulf"(%arg403, %arg404) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%770) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %491 = "linalg.generic"(%138, %490, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg400: f32, %arg401: f32, %arg402: f32):
-      %768 = "arith.mulf"(%arg400, %arg401) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%768) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %491 = "linalg.generic"(%487, %490, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %769 = "arith.mulf"(%arg400, %arg401) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%769) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %492 = "linalg.generic"(%488, %491, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg397: f32, %arg398: f32, %arg399: f32):
-      %767 = "arith.addf"(%arg397, %arg398) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%767) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %492 = "linalg.generic"(%134, %490, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %768 = "arith.addf"(%arg397, %arg398) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%768) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %493 = "linalg.generic"(%135, %491, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg394: f32, %arg395: f32, %arg396: f32):
-      %766 = "arith.mulf"(%arg394, %arg395) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%766) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %493 = "linalg.generic"(%492, %133, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %767 = "arith.mulf"(%arg394, %arg395) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%767) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %494 = "linalg.generic"(%493, %134, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg391: f32, %arg392: f32, %arg393: f32):
-      %765 = "arith.mulf"(%arg391, %arg392) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%765) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %494 = "linalg.generic"(%491, %493, %123) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %766 = "arith.mulf"(%arg391, %arg392) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%766) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %495 = "linalg.generic"(%492, %494, %124) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg388: f32, %arg389: f32, %arg390: f32):
-      %764 = "arith.addf"(%arg388, %arg389) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%764) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x16x64xf32>
-    %495 = "linalg.generic"(%494, %373) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %765 = "arith.addf"(%arg388, %arg389) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%765) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x64xf32>, tensor<16x16x64xf32>) -> tensor<16x16x64xf32>
+    %496 = "linalg.generic"(%495, %374) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg386: f32, %arg387: f32):
-      %763 = "arith.addf"(%arg387, %arg386) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%763) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<64xf32>) -> tensor<64xf32>
-    %496 = "tensor.expand_shape"(%495) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 64>}> : (tensor<64xf32>) -> tensor<1x1x64xf32>
-    %497 = "linalg.generic"(%496, %373) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %764 = "arith.addf"(%arg387, %arg386) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%764) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<64xf32>) -> tensor<64xf32>
+    %497 = "tensor.expand_shape"(%496) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 64>}> : (tensor<64xf32>) -> tensor<1x1x64xf32>
+    %498 = "linalg.generic"(%497, %374) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg384: f32, %arg385: f32):
-      %762 = "arith.addf"(%arg385, %arg384) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%762) : (f32) -> ()
+      %763 = "arith.addf"(%arg385, %arg384) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%763) : (f32) -> ()
     }) : (tensor<1x1x64xf32>, tensor<64xf32>) -> tensor<64xf32>
-    %498 = "linalg.generic"(%494, %122, %377) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %499 = "linalg.generic"(%495, %123, %378) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg381: f32, %arg382: f32, %arg383: f32):
-      %760 = "arith.mulf"(%arg381, %arg382) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %761 = "arith.addf"(%arg383, %760) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%761) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<4x16x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
-    %499 = "linalg.generic"(%498, %357) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %761 = "arith.mulf"(%arg381, %arg382) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %762 = "arith.addf"(%arg383, %761) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%762) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<16x16x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
+    %500 = "linalg.generic"(%499, %358) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg379: f32, %arg380: f32):
       "linalg.yield"(%arg379) : (f32) -> ()
     }) : (tensor<64x32xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
-    %500 = "linalg.generic"(%494, %arg10, %46) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %501 = "linalg.generic"(%495, %arg10, %47) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg376: f32, %arg377: f32, %arg378: f32):
-      %758 = "arith.mulf"(%arg376, %arg377) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %759 = "arith.addf"(%arg378, %758) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%759) : (f32) -> ()
-    }) : (tensor<4x16x64xf32>, tensor<32x64xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %501 = "linalg.generic"(%500, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %759 = "arith.mulf"(%arg376, %arg377) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %760 = "arith.addf"(%arg378, %759) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%760) : (f32) -> ()
+    }) : (tensor<16x16x64xf32>, tensor<32x64xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %502 = "linalg.generic"(%501, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg374: f32, %arg375: f32):
-      %757 = "arith.addf"(%arg375, %arg374) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%757) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %502 = "tensor.expand_shape"(%501) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
-    %503 = "linalg.generic"(%502, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %758 = "arith.addf"(%arg375, %arg374) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%758) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
+    %503 = "tensor.expand_shape"(%502) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
+    %504 = "linalg.generic"(%503, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg372: f32, %arg373: f32):
-      %756 = "arith.addf"(%arg373, %arg372) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%756) : (f32) -> ()
+      %757 = "arith.addf"(%arg373, %arg372) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%757) : (f32) -> ()
     }) : (tensor<1x1x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %504 = "linalg.generic"(%116, %500, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %505 = "linalg.generic"(%117, %501, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg369: f32, %arg370: f32, %arg371: f32):
-      %755 = "arith.mulf"(%arg369, %arg370) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%755) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %505 = "linalg.generic"(%504, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %756 = "arith.mulf"(%arg369, %arg370) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%756) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %506 = "linalg.generic"(%505, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg367: f32, %arg368: f32):
-      %754 = "arith.addf"(%arg368, %arg367) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%754) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %506 = "tensor.expand_shape"(%505) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
-    %507 = "linalg.generic"(%500, %118, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %755 = "arith.addf"(%arg368, %arg367) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%755) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
+    %507 = "tensor.expand_shape"(%506) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
+    %508 = "linalg.generic"(%501, %119, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg364: f32, %arg365: f32, %arg366: f32):
-      %753 = "arith.mulf"(%arg364, %arg365) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%753) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %508 = "linalg.generic"(%506, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %754 = "arith.mulf"(%arg364, %arg365) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%754) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %509 = "linalg.generic"(%507, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg362: f32, %arg363: f32):
-      %752 = "arith.addf"(%arg363, %arg362) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%752) : (f32) -> ()
+      %753 = "arith.addf"(%arg363, %arg362) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%753) : (f32) -> ()
     }) : (tensor<1x1x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %509 = "linalg.generic"(%105, %507, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %510 = "linalg.generic"(%106, %508, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg359: f32, %arg360: f32, %arg361: f32):
-      %751 = "arith.mulf"(%arg359, %arg360) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%751) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %510 = "linalg.generic"(%509, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %752 = "arith.mulf"(%arg359, %arg360) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%752) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %511 = "linalg.generic"(%510, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg357: f32, %arg358: f32):
-      %750 = "arith.addf"(%arg358, %arg357) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%750) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %511 = "tensor.expand_shape"(%510) <{reassociation = [[0], [1, 2]], static_output_shape = array<i64: 4, 16, 1>}> : (tensor<4x16xf32>) -> tensor<4x16x1xf32>
-    %512 = "linalg.generic"(%507, %115, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %751 = "arith.addf"(%arg358, %arg357) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%751) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %512 = "tensor.expand_shape"(%511) <{reassociation = [[0], [1, 2]], static_output_shape = array<i64: 16, 16, 1>}> : (tensor<16x16xf32>) -> tensor<16x16x1xf32>
+    %513 = "linalg.generic"(%508, %116, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg354: f32, %arg355: f32, %arg356: f32):
-      %749 = "arith.mulf"(%arg354, %arg355) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%749) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %513 = "linalg.generic"(%511, %114, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %750 = "arith.mulf"(%arg354, %arg355) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%750) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %514 = "linalg.generic"(%512, %115, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg351: f32, %arg352: f32, %arg353: f32):
-      %748 = "arith.mulf"(%arg351, %arg352) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%748) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %514 = "linalg.generic"(%513, %25, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %749 = "arith.mulf"(%arg351, %arg352) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%749) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %515 = "linalg.generic"(%514, %26, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg348: f32, %arg349: f32, %arg350: f32):
-      %747 = "arith.divf"(%arg348, %arg349) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%747) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %515 = "linalg.generic"(%514, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %748 = "arith.divf"(%arg348, %arg349) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%748) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %516 = "linalg.generic"(%515, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg346: f32, %arg347: f32):
-      %746 = "arith.addf"(%arg347, %arg346) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%746) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %516 = "linalg.generic"(%515, %27) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %747 = "arith.addf"(%arg347, %arg346) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%747) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %517 = "linalg.generic"(%516, %28) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg344: f32, %arg345: f32):
       "linalg.yield"(%arg344) : (f32) -> ()
-    }) : (tensor<4x16xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %517 = "linalg.generic"(%105, %516, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %518 = "linalg.generic"(%106, %517, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg341: f32, %arg342: f32, %arg343: f32):
-      %745 = "arith.mulf"(%arg341, %arg342) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%745) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %518 = "linalg.generic"(%516, %105, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %746 = "arith.mulf"(%arg341, %arg342) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%746) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %519 = "linalg.generic"(%517, %106, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg338: f32, %arg339: f32, %arg340: f32):
-      %744 = "arith.mulf"(%arg338, %arg339) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%744) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %519 = "linalg.generic"(%512, %518, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %745 = "arith.mulf"(%arg338, %arg339) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%745) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %520 = "linalg.generic"(%513, %519, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg335: f32, %arg336: f32, %arg337: f32):
-      %743 = "arith.addf"(%arg335, %arg336) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%743) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %520 = "linalg.generic"(%519, %517, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %744 = "arith.addf"(%arg335, %arg336) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%744) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %521 = "linalg.generic"(%520, %518, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg332: f32, %arg333: f32, %arg334: f32):
-      %742 = "arith.addf"(%arg332, %arg333) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%742) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %521 = "linalg.generic"(%520, %27) <{indexing_maps = [#map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %743 = "arith.addf"(%arg332, %arg333) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%743) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %522 = "linalg.generic"(%521, %28) <{indexing_maps = [#map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg330: f32, %arg331: f32):
-      %741 = "arith.negf"(%arg330) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%741) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %522 = "linalg.generic"(%521, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %742 = "arith.negf"(%arg330) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
+      "linalg.yield"(%742) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %523 = "linalg.generic"(%522, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg328: f32, %arg329: f32):
-      %740 = "arith.addf"(%arg329, %arg328) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%740) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %523 = "tensor.expand_shape"(%522) <{reassociation = [[0], [1, 2]], static_output_shape = array<i64: 4, 16, 1>}> : (tensor<4x16xf32>) -> tensor<4x16x1xf32>
-    %524 = "linalg.generic"(%479, %520, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %741 = "arith.addf"(%arg329, %arg328) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%741) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %524 = "tensor.expand_shape"(%523) <{reassociation = [[0], [1, 2]], static_output_shape = array<i64: 16, 16, 1>}> : (tensor<16x16xf32>) -> tensor<16x16x1xf32>
+    %525 = "linalg.generic"(%480, %521, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg325: f32, %arg326: f32, %arg327: f32):
-      %739 = "arith.addf"(%arg325, %arg326) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%739) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %525 = "linalg.generic"(%523, %25, %23) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %740 = "arith.addf"(%arg325, %arg326) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%740) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %526 = "linalg.generic"(%524, %26, %24) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg322: f32, %arg323: f32, %arg324: f32):
-      %738 = "arith.divf"(%arg322, %arg323) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%738) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x1xf32>
-    %526 = "linalg.generic"(%525, %21) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %739 = "arith.divf"(%arg322, %arg323) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%739) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16x1xf32>, tensor<16x16x1xf32>) -> tensor<16x16x1xf32>
+    %527 = "linalg.generic"(%526, %22) <{indexing_maps = [#map, #map1], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg320: f32, %arg321: f32):
-      %737 = "arith.addf"(%arg321, %arg320) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%737) : (f32) -> ()
-    }) : (tensor<4x16x1xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
-    %527 = "linalg.generic"(%526, %27) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %738 = "arith.addf"(%arg321, %arg320) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%738) : (f32) -> ()
+    }) : (tensor<16x16x1xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    %528 = "linalg.generic"(%527, %28) <{indexing_maps = [#map1, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg318: f32, %arg319: f32):
       "linalg.yield"(%arg318) : (f32) -> ()
-    }) : (tensor<4x16xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %528 = "linalg.generic"(%524, %527, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %529 = "linalg.generic"(%525, %528, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg315: f32, %arg316: f32, %arg317: f32):
-      %736 = "arith.addf"(%arg315, %arg316) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%736) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %529 = "linalg.generic"(%528, %98, %410) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %737 = "arith.addf"(%arg315, %arg316) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%737) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %530 = "linalg.generic"(%529, %99, %411) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg312: f32, %arg313: f32, %arg314: f32):
-      %734 = "arith.mulf"(%arg312, %arg313) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %735 = "arith.addf"(%arg314, %734) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%735) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %530 = "linalg.generic"(%529, %409) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %735 = "arith.mulf"(%arg312, %arg313) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %736 = "arith.addf"(%arg314, %735) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%736) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+    %531 = "linalg.generic"(%530, %410) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg310: f32, %arg311: f32):
       "linalg.yield"(%arg310) : (f32) -> ()
     }) : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %531 = "linalg.generic"(%528, %arg1, %46) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %532 = "linalg.generic"(%529, %arg1, %47) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg307: f32, %arg308: f32, %arg309: f32):
-      %732 = "arith.mulf"(%arg307, %arg308) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %733 = "arith.addf"(%arg309, %732) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%733) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %532 = "tensor.expand_shape"(%531) <{reassociation = [[0], [1], [2, 3]], static_output_shape = array<i64: 4, 16, 2, 16>}> : (tensor<4x16x32xf32>) -> tensor<4x16x2x16xf32>
-    %533 = "linalg.generic"(%532, %49) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %733 = "arith.mulf"(%arg307, %arg308) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %734 = "arith.addf"(%arg309, %733) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%734) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %533 = "tensor.expand_shape"(%532) <{reassociation = [[0], [1], [2, 3]], static_output_shape = array<i64: 16, 16, 2, 16>}> : (tensor<16x16x32xf32>) -> tensor<16x16x2x16xf32>
+    %534 = "linalg.generic"(%533, %50) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg305: f32, %arg306: f32):
       "linalg.yield"(%arg305) : (f32) -> ()
-    }) : (tensor<4x16x2x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %534 = "linalg.generic"(%533, %91, %57) <{indexing_maps = [#map38, #map20, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x16x2x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %535 = "linalg.generic"(%534, %92, %58) <{indexing_maps = [#map38, #map20, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg302: f32, %arg303: f32, %arg304: f32):
-      %730 = "arith.mulf"(%arg302, %arg303) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %731 = "arith.addf"(%arg304, %730) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%731) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %535 = "linalg.generic"(%534, %49) <{indexing_maps = [#map39, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %731 = "arith.mulf"(%arg302, %arg303) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %732 = "arith.addf"(%arg304, %731) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%732) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %536 = "linalg.generic"(%535, %50) <{indexing_maps = [#map39, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg300: f32, %arg301: f32):
       "linalg.yield"(%arg300) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %536 = "linalg.generic"(%533, %56, %57) <{indexing_maps = [#map11, #map12, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %537 = "linalg.generic"(%534, %57, %58) <{indexing_maps = [#map11, #map12, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg297: f32, %arg298: f32, %arg299: f32):
-      %728 = "arith.mulf"(%arg297, %arg298) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %729 = "arith.addf"(%arg299, %728) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%729) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %537 = "linalg.generic"(%94, %49) <{indexing_maps = [#map19, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %729 = "arith.mulf"(%arg297, %arg298) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %730 = "arith.addf"(%arg299, %729) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%730) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %538 = "linalg.generic"(%95, %50) <{indexing_maps = [#map19, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg295: f32, %arg296: f32):
       "linalg.yield"(%arg295) : (f32) -> ()
-    }) : (tensor<4x2x16x1xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %538 = "linalg.generic"(%536, %537, %49) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x2x16x1xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %539 = "linalg.generic"(%537, %538, %50) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg292: f32, %arg293: f32, %arg294: f32):
-      %727 = "arith.mulf"(%arg292, %arg293) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%727) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %539 = "linalg.generic"(%538, %86, %49) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %728 = "arith.mulf"(%arg292, %arg293) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%728) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %540 = "linalg.generic"(%539, %87, %50) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg289: f32, %arg290: f32, %arg291: f32):
-      %726 = "arith.mulf"(%arg289, %arg290) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%726) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %540 = "linalg.generic"(%539, %87) <{indexing_maps = [#map10, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %727 = "arith.mulf"(%arg289, %arg290) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%727) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %541 = "linalg.generic"(%540, %88) <{indexing_maps = [#map10, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg287: f32, %arg288: f32):
-      %725 = "arith.addf"(%arg288, %arg287) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%725) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16xf32>) -> tensor<4x2x16xf32>
-    %541 = "tensor.expand_shape"(%540) <{reassociation = [[0], [1], [2, 3]], static_output_shape = array<i64: 4, 2, 16, 1>}> : (tensor<4x2x16xf32>) -> tensor<4x2x16x1xf32>
-    %542 = "linalg.generic"(%541, %82) <{indexing_maps = [#map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %726 = "arith.addf"(%arg288, %arg287) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%726) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16xf32>) -> tensor<16x2x16xf32>
+    %542 = "tensor.expand_shape"(%541) <{reassociation = [[0], [1], [2, 3]], static_output_shape = array<i64: 16, 2, 16, 1>}> : (tensor<16x2x16xf32>) -> tensor<16x2x16x1xf32>
+    %543 = "linalg.generic"(%542, %83) <{indexing_maps = [#map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg285: f32, %arg286: f32):
-      %724 = "arith.negf"(%arg285) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
-      "linalg.yield"(%724) : (f32) -> ()
-    }) : (tensor<4x2x16x1xf32>, tensor<4x2x16x1xf32>) -> tensor<4x2x16x1xf32>
-    %543 = "linalg.generic"(%536, %90, %49) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %725 = "arith.negf"(%arg285) <{fastmath = #arith.fastmath<none>}> : (f32) -> f32
+      "linalg.yield"(%725) : (f32) -> ()
+    }) : (tensor<16x2x16x1xf32>, tensor<16x2x16x1xf32>) -> tensor<16x2x16x1xf32>
+    %544 = "linalg.generic"(%537, %91, %50) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg282: f32, %arg283: f32, %arg284: f32):
-      %723 = "arith.divf"(%arg282, %arg283) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%723) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %544 = "linalg.generic"(%542, %87) <{indexing_maps = [#map10, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %724 = "arith.divf"(%arg282, %arg283) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%724) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %545 = "linalg.generic"(%543, %88) <{indexing_maps = [#map10, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg280: f32, %arg281: f32):
-      %722 = "arith.addf"(%arg281, %arg280) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%722) : (f32) -> ()
-    }) : (tensor<4x2x16x1xf32>, tensor<4x2x16xf32>) -> tensor<4x2x16xf32>
-    %545 = "linalg.generic"(%544, %49) <{indexing_maps = [#map8, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %723 = "arith.addf"(%arg281, %arg280) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%723) : (f32) -> ()
+    }) : (tensor<16x2x16x1xf32>, tensor<16x2x16xf32>) -> tensor<16x2x16xf32>
+    %546 = "linalg.generic"(%545, %50) <{indexing_maps = [#map8, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg278: f32, %arg279: f32):
       "linalg.yield"(%arg278) : (f32) -> ()
-    }) : (tensor<4x2x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %546 = "linalg.generic"(%543, %545, %49) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x2x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %547 = "linalg.generic"(%544, %546, %50) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg275: f32, %arg276: f32, %arg277: f32):
-      %721 = "arith.addf"(%arg275, %arg276) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%721) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %547 = "linalg.generic"(%546, %86, %49) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %722 = "arith.addf"(%arg275, %arg276) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%722) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %548 = "linalg.generic"(%547, %87, %50) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg272: f32, %arg273: f32, %arg274: f32):
-      %720 = "arith.mulf"(%arg272, %arg273) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%720) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %548 = "linalg.generic"(%74, %547, %430, %49) <{indexing_maps = [#map10, #map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 3, 1>}> ({
+      %721 = "arith.mulf"(%arg272, %arg273) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%721) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %549 = "linalg.generic"(%75, %548, %431, %50) <{indexing_maps = [#map10, #map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 3, 1>}> ({
     ^bb0(%arg268: i1, %arg269: f32, %arg270: f32, %arg271: f32):
-      %719 = "arith.select"(%arg268, %arg269, %arg270) : (i1, f32, f32) -> f32
-      "linalg.yield"(%719) : (f32) -> ()
-    }) : (tensor<4x2x16x16xi1>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %549 = "linalg.generic"(%548, %61, %49) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %720 = "arith.select"(%arg268, %arg269, %arg270) : (i1, f32, f32) -> f32
+      "linalg.yield"(%720) : (f32) -> ()
+    }) : (tensor<16x2x16x16xi1>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %550 = "linalg.generic"(%549, %62, %50) <{indexing_maps = [#map10, #map10, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg265: f32, %arg266: f32, %arg267: f32):
-      %718 = "arith.divf"(%arg265, %arg266) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%718) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %550 = "linalg.generic"(%549, %50, %57) <{indexing_maps = [#map38, #map20, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %719 = "arith.divf"(%arg265, %arg266) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%719) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %551 = "linalg.generic"(%550, %51, %58) <{indexing_maps = [#map38, #map20, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg262: f32, %arg263: f32, %arg264: f32):
-      %716 = "arith.mulf"(%arg262, %arg263) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %717 = "arith.addf"(%arg264, %716) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%717) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %551 = "linalg.generic"(%549, %53, %57) <{indexing_maps = [#map11, #map20, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %717 = "arith.mulf"(%arg262, %arg263) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %718 = "arith.addf"(%arg264, %717) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%718) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %552 = "linalg.generic"(%550, %54, %58) <{indexing_maps = [#map11, #map20, #map13], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg259: f32, %arg260: f32, %arg261: f32):
-      %714 = "arith.mulf"(%arg259, %arg260) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %715 = "arith.addf"(%arg261, %714) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%715) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
-    %552 = "linalg.generic"(%535, %96) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %715 = "arith.mulf"(%arg259, %arg260) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %716 = "arith.addf"(%arg261, %715) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%716) : (f32) -> ()
+    }) : (tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>, tensor<16x2x16x16xf32>) -> tensor<16x2x16x16xf32>
+    %553 = "linalg.generic"(%536, %97) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg257: f32, %arg258: f32):
       "linalg.yield"(%arg257) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x16x2x16xf32>) -> tensor<4x16x2x16xf32>
-    %553 = "tensor.collapse_shape"(%552) <{reassociation = [[0], [1], [2, 3]]}> : (tensor<4x16x2x16xf32>) -> tensor<4x16x32xf32>
-    %554 = "linalg.generic"(%553, %45, %410) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x2x16x16xf32>, tensor<16x16x2x16xf32>) -> tensor<16x16x2x16xf32>
+    %554 = "tensor.collapse_shape"(%553) <{reassociation = [[0], [1], [2, 3]]}> : (tensor<16x16x2x16xf32>) -> tensor<16x16x32xf32>
+    %555 = "linalg.generic"(%554, %46, %411) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg254: f32, %arg255: f32, %arg256: f32):
-      %712 = "arith.mulf"(%arg254, %arg255) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %713 = "arith.addf"(%arg256, %712) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%713) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %555 = "linalg.generic"(%554, %409) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %713 = "arith.mulf"(%arg254, %arg255) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %714 = "arith.addf"(%arg256, %713) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%714) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+    %556 = "linalg.generic"(%555, %410) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg252: f32, %arg253: f32):
       "linalg.yield"(%arg252) : (f32) -> ()
     }) : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %556 = "linalg.generic"(%553, %arg3, %46) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %557 = "linalg.generic"(%554, %arg3, %47) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg249: f32, %arg250: f32, %arg251: f32):
-      %710 = "arith.mulf"(%arg249, %arg250) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %711 = "arith.addf"(%arg251, %710) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%711) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %557 = "linalg.generic"(%550, %96) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %711 = "arith.mulf"(%arg249, %arg250) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %712 = "arith.addf"(%arg251, %711) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%712) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %558 = "linalg.generic"(%551, %97) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg247: f32, %arg248: f32):
       "linalg.yield"(%arg247) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x16x2x16xf32>) -> tensor<4x16x2x16xf32>
-    %558 = "tensor.collapse_shape"(%557) <{reassociation = [[0], [1], [2, 3]]}> : (tensor<4x16x2x16xf32>) -> tensor<4x16x32xf32>
-    %559 = "linalg.generic"(%558, %45, %410) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x2x16x16xf32>, tensor<16x16x2x16xf32>) -> tensor<16x16x2x16xf32>
+    %559 = "tensor.collapse_shape"(%558) <{reassociation = [[0], [1], [2, 3]]}> : (tensor<16x16x2x16xf32>) -> tensor<16x16x32xf32>
+    %560 = "linalg.generic"(%559, %46, %411) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg244: f32, %arg245: f32, %arg246: f32):
-      %708 = "arith.mulf"(%arg244, %arg245) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %709 = "arith.addf"(%arg246, %708) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%709) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %560 = "linalg.generic"(%559, %409) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %709 = "arith.mulf"(%arg244, %arg245) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %710 = "arith.addf"(%arg246, %709) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%710) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+    %561 = "linalg.generic"(%560, %410) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg242: f32, %arg243: f32):
       "linalg.yield"(%arg242) : (f32) -> ()
     }) : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %561 = "linalg.generic"(%558, %arg0, %46) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %562 = "linalg.generic"(%559, %arg0, %47) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg239: f32, %arg240: f32, %arg241: f32):
-      %706 = "arith.mulf"(%arg239, %arg240) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %707 = "arith.addf"(%arg241, %706) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%707) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %562 = "linalg.generic"(%556, %561, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %707 = "arith.mulf"(%arg239, %arg240) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %708 = "arith.addf"(%arg241, %707) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%708) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %563 = "linalg.generic"(%557, %562, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg236: f32, %arg237: f32, %arg238: f32):
-      %705 = "arith.addf"(%arg236, %arg237) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%705) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %563 = "linalg.generic"(%551, %96) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %706 = "arith.addf"(%arg236, %arg237) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%706) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %564 = "linalg.generic"(%552, %97) <{indexing_maps = [#map9, #map10], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg234: f32, %arg235: f32):
       "linalg.yield"(%arg234) : (f32) -> ()
-    }) : (tensor<4x2x16x16xf32>, tensor<4x16x2x16xf32>) -> tensor<4x16x2x16xf32>
-    %564 = "tensor.collapse_shape"(%563) <{reassociation = [[0], [1], [2, 3]]}> : (tensor<4x16x2x16xf32>) -> tensor<4x16x32xf32>
-    %565 = "linalg.generic"(%564, %45, %410) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    }) : (tensor<16x2x16x16xf32>, tensor<16x16x2x16xf32>) -> tensor<16x16x2x16xf32>
+    %565 = "tensor.collapse_shape"(%564) <{reassociation = [[0], [1], [2, 3]]}> : (tensor<16x16x2x16xf32>) -> tensor<16x16x32xf32>
+    %566 = "linalg.generic"(%565, %46, %411) <{indexing_maps = [#map35, #map36, #map37], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg231: f32, %arg232: f32, %arg233: f32):
-      %703 = "arith.mulf"(%arg231, %arg232) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %704 = "arith.addf"(%arg233, %703) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%704) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %566 = "linalg.generic"(%565, %409) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %704 = "arith.mulf"(%arg231, %arg232) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %705 = "arith.addf"(%arg233, %704) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%705) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+    %567 = "linalg.generic"(%566, %410) <{indexing_maps = [#map30, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg229: f32, %arg230: f32):
       "linalg.yield"(%arg229) : (f32) -> ()
     }) : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %567 = "linalg.generic"(%564, %arg2, %46) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %568 = "linalg.generic"(%565, %arg2, %47) <{indexing_maps = [#map6, #map18, #map8], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg226: f32, %arg227: f32, %arg228: f32):
-      %701 = "arith.mulf"(%arg226, %arg227) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      %702 = "arith.addf"(%arg228, %701) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%702) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %568 = "linalg.generic"(%562, %567, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+      %702 = "arith.mulf"(%arg226, %arg227) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %703 = "arith.addf"(%arg228, %702) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%703) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %569 = "linalg.generic"(%563, %568, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg223: f32, %arg224: f32, %arg225: f32):
-      %700 = "arith.addf"(%arg223, %arg224) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%700) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %569 = "linalg.generic"(%568, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %701 = "arith.addf"(%arg223, %arg224) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%701) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %570 = "linalg.generic"(%569, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg221: f32, %arg222: f32):
-      %699 = "arith.addf"(%arg222, %arg221) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%699) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %570 = "tensor.expand_shape"(%569) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
-    %571 = "linalg.generic"(%570, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %700 = "arith.addf"(%arg222, %arg221) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%700) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
+    %571 = "tensor.expand_shape"(%570) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
+    %572 = "linalg.generic"(%571, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg219: f32, %arg220: f32):
-      %698 = "arith.addf"(%arg220, %arg219) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%698) : (f32) -> ()
+      %699 = "arith.addf"(%arg220, %arg219) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%699) : (f32) -> ()
     }) : (tensor<1x1x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %572 = "linalg.generic"(%38, %568, %27) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %573 = "linalg.generic"(%39, %569, %28) <{indexing_maps = [#map, #map, #map], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg216: f32, %arg217: f32, %arg218: f32):
-      %697 = "arith.mulf"(%arg216, %arg217) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%697) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>) -> tensor<4x16x32xf32>
-    %573 = "linalg.generic"(%572, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %698 = "arith.mulf"(%arg216, %arg217) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%698) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<16x16x32xf32>, tensor<16x16x32xf32>) -> tensor<16x16x32xf32>
+    %574 = "linalg.generic"(%573, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg214: f32, %arg215: f32):
-      %696 = "arith.addf"(%arg215, %arg214) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%696) : (f32) -> ()
-    }) : (tensor<4x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %574 = "tensor.expand_shape"(%573) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
-    %575 = "linalg.generic"(%574, %326) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
+      %697 = "arith.addf"(%arg215, %arg214) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%697) : (f32) -> ()
+    }) : (tensor<16x16x32xf32>, tensor<32xf32>) -> tensor<32xf32>
+    %575 = "tensor.expand_shape"(%574) <{reassociation = [[0, 1, 2]], static_output_shape = array<i64: 1, 1, 32>}> : (tensor<32xf32>) -> tensor<1x1x32xf32>
+    %576 = "linalg.generic"(%575, %327) <{indexing_maps = [#map33, #map34], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<reduction>, #linalg.iterator_type<reduction>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg212: f32, %arg213: f32):
-      %695 = "arith.addf"(%arg213, %arg212) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%695) : (f32) -> ()
+      %696 = "arith.addf"(%arg213, %arg212) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%696) : (f32) -> ()
     }) : (tensor<1x1x32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %576 = "linalg.generic"(%1, %409) <{indexing_maps = [#map16, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %577 = "linalg.generic"(%2, %410) <{indexing_maps = [#map16, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg210: f32, %arg211: f32):
       "linalg.yield"(%arg210) : (f32) -> ()
     }) : (tensor<f32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %577 = "linalg.generic"(%576, %560, %409) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %578 = "linalg.generic"(%577, %561, %410) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg207: f32, %arg208: f32, %arg209: f32):
-      %694 = "arith.mulf"(%arg207, %arg208) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %695 = "arith.mulf"(%arg207, %arg208) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%695) : (f32) -> ()
+    }) : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+    %579 = "linalg.generic"(%arg0, %578, %410) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg204: f32, %arg205: f32, %arg206: f32):
+      %694 = "arith.subf"(%arg204, %arg205) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%694) : (f32) -> ()
     }) : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %578 = "linalg.generic"(%arg0, %577, %409) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg204: f32, %arg205: f32, %arg206: f32):
-      %693 = "arith.subf"(%arg204, %arg205) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %580 = "linalg.generic"(%577, %531, %410) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg201: f32, %arg202: f32, %arg203: f32):
+      %693 = "arith.mulf"(%arg201, %arg202) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%693) : (f32) -> ()
     }) : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %579 = "linalg.generic"(%576, %530, %409) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg201: f32, %arg202: f32, %arg203: f32):
-      %692 = "arith.mulf"(%arg201, %arg202) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %581 = "linalg.generic"(%arg1, %580, %410) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg198: f32, %arg199: f32, %arg200: f32):
+      %692 = "arith.subf"(%arg198, %arg199) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%692) : (f32) -> ()
     }) : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %580 = "linalg.generic"(%arg1, %579, %409) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg198: f32, %arg199: f32, %arg200: f32):
-      %691 = "arith.subf"(%arg198, %arg199) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %582 = "linalg.generic"(%577, %567, %410) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg195: f32, %arg196: f32, %arg197: f32):
+      %691 = "arith.mulf"(%arg195, %arg196) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%691) : (f32) -> ()
     }) : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %581 = "linalg.generic"(%576, %566, %409) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg195: f32, %arg196: f32, %arg197: f32):
-      %690 = "arith.mulf"(%arg195, %arg196) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %583 = "linalg.generic"(%arg2, %582, %410) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg192: f32, %arg193: f32, %arg194: f32):
+      %690 = "arith.subf"(%arg192, %arg193) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%690) : (f32) -> ()
     }) : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %582 = "linalg.generic"(%arg2, %581, %409) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg192: f32, %arg193: f32, %arg194: f32):
-      %689 = "arith.subf"(%arg192, %arg193) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %584 = "linalg.generic"(%577, %556, %410) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg189: f32, %arg190: f32, %arg191: f32):
+      %689 = "arith.mulf"(%arg189, %arg190) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%689) : (f32) -> ()
     }) : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %583 = "linalg.generic"(%576, %555, %409) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg189: f32, %arg190: f32, %arg191: f32):
-      %688 = "arith.mulf"(%arg189, %arg190) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %585 = "linalg.generic"(%arg3, %584, %410) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg186: f32, %arg187: f32, %arg188: f32):
+      %688 = "arith.subf"(%arg186, %arg187) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%688) : (f32) -> ()
     }) : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %584 = "linalg.generic"(%arg3, %583, %409) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg186: f32, %arg187: f32, %arg188: f32):
-      %687 = "arith.subf"(%arg186, %arg187) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%687) : (f32) -> ()
-    }) : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %585 = "linalg.generic"(%1, %372) <{indexing_maps = [#map27, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %586 = "linalg.generic"(%2, %373) <{indexing_maps = [#map27, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg184: f32, %arg185: f32):
       "linalg.yield"(%arg184) : (f32) -> ()
     }) : (tensor<f32>, tensor<64xf32>) -> tensor<64xf32>
-    %586 = "linalg.generic"(%585, %497, %372) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %587 = "linalg.generic"(%586, %498, %373) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg181: f32, %arg182: f32, %arg183: f32):
-      %686 = "arith.mulf"(%arg181, %arg182) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %687 = "arith.mulf"(%arg181, %arg182) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%687) : (f32) -> ()
+    }) : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+    %588 = "linalg.generic"(%arg4, %587, %373) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg178: f32, %arg179: f32, %arg180: f32):
+      %686 = "arith.subf"(%arg178, %arg179) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%686) : (f32) -> ()
     }) : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
-    %587 = "linalg.generic"(%arg4, %586, %372) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg178: f32, %arg179: f32, %arg180: f32):
-      %685 = "arith.subf"(%arg178, %arg179) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%685) : (f32) -> ()
-    }) : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
-    %588 = "linalg.generic"(%1, %325) <{indexing_maps = [#map27, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %589 = "linalg.generic"(%2, %326) <{indexing_maps = [#map27, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg176: f32, %arg177: f32):
       "linalg.yield"(%arg176) : (f32) -> ()
     }) : (tensor<f32>, tensor<32xf32>) -> tensor<32xf32>
-    %589 = "linalg.generic"(%588, %482, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %590 = "linalg.generic"(%589, %483, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg173: f32, %arg174: f32, %arg175: f32):
-      %684 = "arith.mulf"(%arg173, %arg174) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %685 = "arith.mulf"(%arg173, %arg174) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%685) : (f32) -> ()
+    }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
+    %591 = "linalg.generic"(%arg5, %590, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg170: f32, %arg171: f32, %arg172: f32):
+      %684 = "arith.subf"(%arg170, %arg171) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%684) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %590 = "linalg.generic"(%arg5, %589, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg170: f32, %arg171: f32, %arg172: f32):
-      %683 = "arith.subf"(%arg170, %arg171) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %592 = "linalg.generic"(%589, %576, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg167: f32, %arg168: f32, %arg169: f32):
+      %683 = "arith.mulf"(%arg167, %arg168) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%683) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %591 = "linalg.generic"(%588, %575, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg167: f32, %arg168: f32, %arg169: f32):
-      %682 = "arith.mulf"(%arg167, %arg168) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %593 = "linalg.generic"(%arg6, %592, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg164: f32, %arg165: f32, %arg166: f32):
+      %682 = "arith.subf"(%arg164, %arg165) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%682) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %592 = "linalg.generic"(%arg6, %591, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg164: f32, %arg165: f32, %arg166: f32):
-      %681 = "arith.subf"(%arg164, %arg165) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %594 = "linalg.generic"(%589, %572, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg161: f32, %arg162: f32, %arg163: f32):
+      %681 = "arith.mulf"(%arg161, %arg162) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%681) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %593 = "linalg.generic"(%588, %571, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg161: f32, %arg162: f32, %arg163: f32):
-      %680 = "arith.mulf"(%arg161, %arg162) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %595 = "linalg.generic"(%arg7, %594, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg158: f32, %arg159: f32, %arg160: f32):
+      %680 = "arith.subf"(%arg158, %arg159) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%680) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %594 = "linalg.generic"(%arg7, %593, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg158: f32, %arg159: f32, %arg160: f32):
-      %679 = "arith.subf"(%arg158, %arg159) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %596 = "linalg.generic"(%589, %509, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg155: f32, %arg156: f32, %arg157: f32):
+      %679 = "arith.mulf"(%arg155, %arg156) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%679) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %595 = "linalg.generic"(%588, %508, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg155: f32, %arg156: f32, %arg157: f32):
-      %678 = "arith.mulf"(%arg155, %arg156) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %597 = "linalg.generic"(%arg8, %596, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg152: f32, %arg153: f32, %arg154: f32):
+      %678 = "arith.subf"(%arg152, %arg153) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%678) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %596 = "linalg.generic"(%arg8, %595, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg152: f32, %arg153: f32, %arg154: f32):
-      %677 = "arith.subf"(%arg152, %arg153) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %598 = "linalg.generic"(%589, %504, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg149: f32, %arg150: f32, %arg151: f32):
+      %677 = "arith.mulf"(%arg149, %arg150) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%677) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %597 = "linalg.generic"(%588, %503, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg149: f32, %arg150: f32, %arg151: f32):
-      %676 = "arith.mulf"(%arg149, %arg150) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %599 = "linalg.generic"(%arg9, %598, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg146: f32, %arg147: f32, %arg148: f32):
+      %676 = "arith.subf"(%arg146, %arg147) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%676) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %598 = "linalg.generic"(%arg9, %597, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg146: f32, %arg147: f32, %arg148: f32):
-      %675 = "arith.subf"(%arg146, %arg147) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%675) : (f32) -> ()
-    }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %599 = "linalg.generic"(%1, %357) <{indexing_maps = [#map16, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %600 = "linalg.generic"(%2, %358) <{indexing_maps = [#map16, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg144: f32, %arg145: f32):
       "linalg.yield"(%arg144) : (f32) -> ()
     }) : (tensor<f32>, tensor<32x64xf32>) -> tensor<32x64xf32>
-    %600 = "linalg.generic"(%599, %499, %357) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %601 = "linalg.generic"(%600, %500, %358) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg141: f32, %arg142: f32, %arg143: f32):
-      %674 = "arith.mulf"(%arg141, %arg142) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %675 = "arith.mulf"(%arg141, %arg142) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%675) : (f32) -> ()
+    }) : (tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
+    %602 = "linalg.generic"(%arg10, %601, %358) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg138: f32, %arg139: f32, %arg140: f32):
+      %674 = "arith.subf"(%arg138, %arg139) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%674) : (f32) -> ()
     }) : (tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
-    %601 = "linalg.generic"(%arg10, %600, %357) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg138: f32, %arg139: f32, %arg140: f32):
-      %673 = "arith.subf"(%arg138, %arg139) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%673) : (f32) -> ()
-    }) : (tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
-    %602 = "linalg.generic"(%1, %360) <{indexing_maps = [#map16, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %603 = "linalg.generic"(%2, %361) <{indexing_maps = [#map16, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg136: f32, %arg137: f32):
       "linalg.yield"(%arg136) : (f32) -> ()
     }) : (tensor<f32>, tensor<64x32xf32>) -> tensor<64x32xf32>
-    %603 = "linalg.generic"(%602, %484, %360) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %604 = "linalg.generic"(%603, %485, %361) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg133: f32, %arg134: f32, %arg135: f32):
-      %672 = "arith.mulf"(%arg133, %arg134) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %673 = "arith.mulf"(%arg133, %arg134) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%673) : (f32) -> ()
+    }) : (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
+    %605 = "linalg.generic"(%arg11, %604, %361) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg130: f32, %arg131: f32, %arg132: f32):
+      %672 = "arith.subf"(%arg130, %arg131) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%672) : (f32) -> ()
     }) : (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
-    %604 = "linalg.generic"(%arg11, %603, %360) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg130: f32, %arg131: f32, %arg132: f32):
-      %671 = "arith.subf"(%arg130, %arg131) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%671) : (f32) -> ()
-    }) : (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
-    %605 = "linalg.generic"(%576, %443, %409) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %606 = "linalg.generic"(%577, %444, %410) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg127: f32, %arg128: f32, %arg129: f32):
-      %670 = "arith.mulf"(%arg127, %arg128) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %671 = "arith.mulf"(%arg127, %arg128) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%671) : (f32) -> ()
+    }) : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+    %607 = "linalg.generic"(%arg12, %606, %410) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg124: f32, %arg125: f32, %arg126: f32):
+      %670 = "arith.subf"(%arg124, %arg125) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%670) : (f32) -> ()
     }) : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %606 = "linalg.generic"(%arg12, %605, %409) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg124: f32, %arg125: f32, %arg126: f32):
-      %669 = "arith.subf"(%arg124, %arg125) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %608 = "linalg.generic"(%577, %413, %410) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg121: f32, %arg122: f32, %arg123: f32):
+      %669 = "arith.mulf"(%arg121, %arg122) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%669) : (f32) -> ()
     }) : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %607 = "linalg.generic"(%576, %412, %409) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg121: f32, %arg122: f32, %arg123: f32):
-      %668 = "arith.mulf"(%arg121, %arg122) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %609 = "linalg.generic"(%arg13, %608, %410) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg118: f32, %arg119: f32, %arg120: f32):
+      %668 = "arith.subf"(%arg118, %arg119) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%668) : (f32) -> ()
     }) : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %608 = "linalg.generic"(%arg13, %607, %409) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg118: f32, %arg119: f32, %arg120: f32):
-      %667 = "arith.subf"(%arg118, %arg119) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %610 = "linalg.generic"(%577, %450, %410) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg115: f32, %arg116: f32, %arg117: f32):
+      %667 = "arith.mulf"(%arg115, %arg116) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%667) : (f32) -> ()
     }) : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %609 = "linalg.generic"(%576, %449, %409) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg115: f32, %arg116: f32, %arg117: f32):
-      %666 = "arith.mulf"(%arg115, %arg116) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %611 = "linalg.generic"(%arg14, %610, %410) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg112: f32, %arg113: f32, %arg114: f32):
+      %666 = "arith.subf"(%arg112, %arg113) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%666) : (f32) -> ()
     }) : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %610 = "linalg.generic"(%arg14, %609, %409) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg112: f32, %arg113: f32, %arg114: f32):
-      %665 = "arith.subf"(%arg112, %arg113) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %612 = "linalg.generic"(%577, %439, %410) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg109: f32, %arg110: f32, %arg111: f32):
+      %665 = "arith.mulf"(%arg109, %arg110) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%665) : (f32) -> ()
     }) : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %611 = "linalg.generic"(%576, %438, %409) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg109: f32, %arg110: f32, %arg111: f32):
-      %664 = "arith.mulf"(%arg109, %arg110) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %613 = "linalg.generic"(%arg15, %612, %410) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg106: f32, %arg107: f32, %arg108: f32):
+      %664 = "arith.subf"(%arg106, %arg107) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%664) : (f32) -> ()
     }) : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %612 = "linalg.generic"(%arg15, %611, %409) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg106: f32, %arg107: f32, %arg108: f32):
-      %663 = "arith.subf"(%arg106, %arg107) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%663) : (f32) -> ()
-    }) : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
-    %613 = "linalg.generic"(%585, %376, %372) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %614 = "linalg.generic"(%586, %377, %373) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg103: f32, %arg104: f32, %arg105: f32):
-      %662 = "arith.mulf"(%arg103, %arg104) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %663 = "arith.mulf"(%arg103, %arg104) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%663) : (f32) -> ()
+    }) : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+    %615 = "linalg.generic"(%arg16, %614, %373) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg100: f32, %arg101: f32, %arg102: f32):
+      %662 = "arith.subf"(%arg100, %arg101) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%662) : (f32) -> ()
     }) : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
-    %614 = "linalg.generic"(%arg16, %613, %372) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg100: f32, %arg101: f32, %arg102: f32):
-      %661 = "arith.subf"(%arg100, %arg101) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%661) : (f32) -> ()
-    }) : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
-    %615 = "linalg.generic"(%588, %356, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %616 = "linalg.generic"(%589, %357, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg97: f32, %arg98: f32, %arg99: f32):
-      %660 = "arith.mulf"(%arg97, %arg98) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %661 = "arith.mulf"(%arg97, %arg98) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%661) : (f32) -> ()
+    }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
+    %617 = "linalg.generic"(%arg17, %616, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg94: f32, %arg95: f32, %arg96: f32):
+      %660 = "arith.subf"(%arg94, %arg95) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%660) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %616 = "linalg.generic"(%arg17, %615, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg94: f32, %arg95: f32, %arg96: f32):
-      %659 = "arith.subf"(%arg94, %arg95) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %618 = "linalg.generic"(%589, %460, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg91: f32, %arg92: f32, %arg93: f32):
+      %659 = "arith.mulf"(%arg91, %arg92) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%659) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %617 = "linalg.generic"(%588, %459, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg91: f32, %arg92: f32, %arg93: f32):
-      %658 = "arith.mulf"(%arg91, %arg92) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %619 = "linalg.generic"(%arg18, %618, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg88: f32, %arg89: f32, %arg90: f32):
+      %658 = "arith.subf"(%arg88, %arg89) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%658) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %618 = "linalg.generic"(%arg18, %617, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg88: f32, %arg89: f32, %arg90: f32):
-      %657 = "arith.subf"(%arg88, %arg89) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %620 = "linalg.generic"(%589, %455, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg85: f32, %arg86: f32, %arg87: f32):
+      %657 = "arith.mulf"(%arg85, %arg86) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%657) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %619 = "linalg.generic"(%588, %454, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg85: f32, %arg86: f32, %arg87: f32):
-      %656 = "arith.mulf"(%arg85, %arg86) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %621 = "linalg.generic"(%arg19, %620, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg82: f32, %arg83: f32, %arg84: f32):
+      %656 = "arith.subf"(%arg82, %arg83) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%656) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %620 = "linalg.generic"(%arg19, %619, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg82: f32, %arg83: f32, %arg84: f32):
-      %655 = "arith.subf"(%arg82, %arg83) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %622 = "linalg.generic"(%589, %389, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg79: f32, %arg80: f32, %arg81: f32):
+      %655 = "arith.mulf"(%arg79, %arg80) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%655) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %621 = "linalg.generic"(%588, %388, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg79: f32, %arg80: f32, %arg81: f32):
-      %654 = "arith.mulf"(%arg79, %arg80) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %623 = "linalg.generic"(%arg20, %622, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg76: f32, %arg77: f32, %arg78: f32):
+      %654 = "arith.subf"(%arg76, %arg77) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%654) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %622 = "linalg.generic"(%arg20, %621, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg76: f32, %arg77: f32, %arg78: f32):
-      %653 = "arith.subf"(%arg76, %arg77) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %624 = "linalg.generic"(%589, %384, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg73: f32, %arg74: f32, %arg75: f32):
+      %653 = "arith.mulf"(%arg73, %arg74) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%653) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %623 = "linalg.generic"(%588, %383, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg73: f32, %arg74: f32, %arg75: f32):
-      %652 = "arith.mulf"(%arg73, %arg74) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %625 = "linalg.generic"(%arg21, %624, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg70: f32, %arg71: f32, %arg72: f32):
+      %652 = "arith.subf"(%arg70, %arg71) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%652) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %624 = "linalg.generic"(%arg21, %623, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg70: f32, %arg71: f32, %arg72: f32):
-      %651 = "arith.subf"(%arg70, %arg71) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%651) : (f32) -> ()
-    }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %625 = "linalg.generic"(%599, %379, %357) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %626 = "linalg.generic"(%600, %380, %358) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg67: f32, %arg68: f32, %arg69: f32):
-      %650 = "arith.mulf"(%arg67, %arg68) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %651 = "arith.mulf"(%arg67, %arg68) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%651) : (f32) -> ()
+    }) : (tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
+    %627 = "linalg.generic"(%arg22, %626, %358) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg64: f32, %arg65: f32, %arg66: f32):
+      %650 = "arith.subf"(%arg64, %arg65) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%650) : (f32) -> ()
     }) : (tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
-    %626 = "linalg.generic"(%arg22, %625, %357) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg64: f32, %arg65: f32, %arg66: f32):
-      %649 = "arith.subf"(%arg64, %arg65) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%649) : (f32) -> ()
-    }) : (tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<32x64xf32>
-    %627 = "linalg.generic"(%602, %361, %360) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %628 = "linalg.generic"(%603, %362, %361) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg61: f32, %arg62: f32, %arg63: f32):
-      %648 = "arith.mulf"(%arg61, %arg62) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %649 = "arith.mulf"(%arg61, %arg62) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%649) : (f32) -> ()
+    }) : (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
+    %629 = "linalg.generic"(%arg23, %628, %361) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg58: f32, %arg59: f32, %arg60: f32):
+      %648 = "arith.subf"(%arg58, %arg59) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%648) : (f32) -> ()
     }) : (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
-    %628 = "linalg.generic"(%arg23, %627, %360) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg58: f32, %arg59: f32, %arg60: f32):
-      %647 = "arith.subf"(%arg58, %arg59) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%647) : (f32) -> ()
-    }) : (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
-    %629 = "linalg.generic"(%1, %320) <{indexing_maps = [#map16, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %630 = "linalg.generic"(%2, %321) <{indexing_maps = [#map16, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg56: f32, %arg57: f32):
       "linalg.yield"(%arg56) : (f32) -> ()
     }) : (tensor<f32>, tensor<32x10xf32>) -> tensor<32x10xf32>
-    %630 = "linalg.generic"(%629, %321, %320) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %631 = "linalg.generic"(%630, %322, %321) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg53: f32, %arg54: f32, %arg55: f32):
-      %646 = "arith.mulf"(%arg53, %arg54) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %647 = "arith.mulf"(%arg53, %arg54) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%647) : (f32) -> ()
+    }) : (tensor<32x10xf32>, tensor<32x10xf32>, tensor<32x10xf32>) -> tensor<32x10xf32>
+    %632 = "linalg.generic"(%arg24, %631, %321) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg50: f32, %arg51: f32, %arg52: f32):
+      %646 = "arith.subf"(%arg50, %arg51) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%646) : (f32) -> ()
     }) : (tensor<32x10xf32>, tensor<32x10xf32>, tensor<32x10xf32>) -> tensor<32x10xf32>
-    %631 = "linalg.generic"(%arg24, %630, %320) <{indexing_maps = [#map17, #map17, #map17], iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg50: f32, %arg51: f32, %arg52: f32):
-      %645 = "arith.subf"(%arg50, %arg51) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%645) : (f32) -> ()
-    }) : (tensor<32x10xf32>, tensor<32x10xf32>, tensor<32x10xf32>) -> tensor<32x10xf32>
-    %632 = "linalg.generic"(%1, %312) <{indexing_maps = [#map27, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
+    %633 = "linalg.generic"(%2, %313) <{indexing_maps = [#map27, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 1, 1>}> ({
     ^bb0(%arg48: f32, %arg49: f32):
       "linalg.yield"(%arg48) : (f32) -> ()
     }) : (tensor<f32>, tensor<10xf32>) -> tensor<10xf32>
-    %633 = "linalg.generic"(%632, %316, %312) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %634 = "linalg.generic"(%633, %317, %313) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg45: f32, %arg46: f32, %arg47: f32):
-      %644 = "arith.mulf"(%arg45, %arg46) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %645 = "arith.mulf"(%arg45, %arg46) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%645) : (f32) -> ()
+    }) : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>) -> tensor<10xf32>
+    %635 = "linalg.generic"(%arg25, %634, %313) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg42: f32, %arg43: f32, %arg44: f32):
+      %644 = "arith.subf"(%arg42, %arg43) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%644) : (f32) -> ()
     }) : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>) -> tensor<10xf32>
-    %634 = "linalg.generic"(%arg25, %633, %312) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg42: f32, %arg43: f32, %arg44: f32):
-      %643 = "arith.subf"(%arg42, %arg43) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%643) : (f32) -> ()
-    }) : (tensor<10xf32>, tensor<10xf32>, tensor<10xf32>) -> tensor<10xf32>
-    %635 = "linalg.generic"(%588, %334, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    %636 = "linalg.generic"(%589, %335, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
     ^bb0(%arg39: f32, %arg40: f32, %arg41: f32):
-      %642 = "arith.mulf"(%arg39, %arg40) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      %643 = "arith.mulf"(%arg39, %arg40) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+      "linalg.yield"(%643) : (f32) -> ()
+    }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
+    %637 = "linalg.generic"(%arg26, %636, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg36: f32, %arg37: f32, %arg38: f32):
+      %642 = "arith.subf"(%arg36, %arg37) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%642) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %636 = "linalg.generic"(%arg26, %635, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg36: f32, %arg37: f32, %arg38: f32):
-      %641 = "arith.subf"(%arg36, %arg37) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %638 = "linalg.generic"(%589, %330, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg33: f32, %arg34: f32, %arg35: f32):
+      %641 = "arith.mulf"(%arg33, %arg34) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%641) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %637 = "linalg.generic"(%588, %329, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg33: f32, %arg34: f32, %arg35: f32):
-      %640 = "arith.mulf"(%arg33, %arg34) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
+    %639 = "linalg.generic"(%arg27, %638, %326) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
+    ^bb0(%arg30: f32, %arg31: f32, %arg32: f32):
+      %640 = "arith.subf"(%arg30, %arg31) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
       "linalg.yield"(%640) : (f32) -> ()
     }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    %638 = "linalg.generic"(%arg27, %637, %325) <{indexing_maps = [#map28, #map28, #map28], iterator_types = [#linalg.iterator_type<parallel>], operandSegmentSizes = array<i32: 2, 1>}> ({
-    ^bb0(%arg30: f32, %arg31: f32, %arg32: f32):
-      %639 = "arith.subf"(%arg30, %arg31) <{fastmath = #arith.fastmath<none>}> : (f32, f32) -> f32
-      "linalg.yield"(%639) : (f32) -> ()
-    }) : (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32>
-    "func.return"(%298, %578, %580, %582, %584, %587, %590, %592, %594, %596, %598, %601, %604, %606, %608, %610, %612, %614, %616, %618, %620, %622, %624, %626, %628, %631, %634, %636, %638) : (tensor<f32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<64xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>, tensor<64x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<64xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>, tensor<64x32xf32>, tensor<32x10xf32>, tensor<10xf32>, tensor<32xf32>, tensor<32xf32>) -> ()
+    "func.return"(%299, %579, %581, %583, %585, %588, %591, %593, %595, %597, %599, %602, %605, %607, %609, %611, %613, %615, %617, %619, %621, %623, %625, %627, %629, %632, %635, %637, %639) : (tensor<f32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<64xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>, tensor<64x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<64xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>, tensor<64x32xf32>, tensor<32x10xf32>, tensor<10xf32>, tensor<32xf32>, tensor<32xf32>) -> ()
   }) : () -> ()
 }) {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} : () -> ()

@@ -72,9 +72,9 @@ def make_step(forward):
 
 
 # ---------------------------------------------------------------- mlp
-# x: 16x64, 64 -> 128 -> 128 -> 10, relu.
+# x: 128x64, 64 -> 128 -> 128 -> 10, relu.
 
-MLP_BATCH, MLP_DIMS = 16, (64, 128, 128, 10)
+MLP_BATCH, MLP_DIMS = 128, (64, 128, 128, 10)
 
 
 def mlp_forward(params, x):
@@ -138,12 +138,12 @@ def resnet_specs():
 
 
 # ---------------------------------------------------------------- transformer
-# x: 4x16x32 (batch, seq, d_model) already-embedded inputs (no embedding
+# x: 16x16x32 (batch, seq, d_model) already-embedded inputs (no embedding
 # table: its gradient is a scatter). Two pre-LN blocks: causal 2-head
 # self-attention and a 32 -> 64 -> 32 gelu(tanh) MLP; final layernorm,
 # mean-pool over the sequence, dense 32 -> 10.
 
-TF_B, TF_S, TF_D, TF_H, TF_MLP, TF_BLOCKS = 4, 16, 32, 2, 64, 2
+TF_B, TF_S, TF_D, TF_H, TF_MLP, TF_BLOCKS = 16, 16, 32, 2, 64, 2
 
 
 def layernorm(x, g, b, eps=1e-5):

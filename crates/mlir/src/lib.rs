@@ -1,1 +1,182 @@
-//! placeholder
+//! The melior bridge: MLIR module → [`remat_graph::Graph`] and [`remat_graph::Schedule`] →
+//! rewritten module.
+//!
+//! This crate decides nothing about what to recompute (that is `remat-planners`); it only
+//! translates. Inputs: linalg-on-tensors or StableHLO (generic op form; unregistered dialects
+//! are allowed, so MLIR 22 parses StableHLO without the dialect).
+
+mod import;
+mod ir;
+mod ops;
+mod rewrite;
+
+pub use import::{ImportOptions, ImportedFunction};
+pub use rewrite::{apply_schedule, RewriteStats, RECOMPUTE_ATTRIBUTE};
+
+use melior::{
+    dialect::DialectRegistry,
+    ir::{operation::OperationLike, Module},
+    utility::register_all_dialects,
+    Context,
+};
+use std::cell::RefCell;
+use std::fmt;
+use std::rc::Rc;
+
+/// How node costs are estimated.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CostModel {
+    /// FLOP-like estimates from op semantics (DESIGN.md, "Cost").
+    #[default]
+    Estimate,
+    /// Every node costs 1 (the papers' experiments).
+    Unit,
+}
+
+/// A diagnostic: a message and, where one exists, the `file:line:col` it is about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MlirError {
+    /// `file:line:col` (or MLIR's printed location when it is not a file location).
+    pub location: Option<String>,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl fmt::Display for MlirError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.location {
+            Some(loc) => write!(f, "{loc}: error: {}", self.message),
+            None => write!(f, "error: {}", self.message),
+        }
+    }
+}
+
+impl std::error::Error for MlirError {}
+
+/// An MLIR context with every upstream dialect registered and loaded, unregistered dialects
+/// allowed (StableHLO), and a handler that collects diagnostics instead of printing them.
+pub struct RematContext {
+    context: Context,
+    diagnostics: Rc<RefCell<Vec<MlirError>>>,
+}
+
+impl Default for RematContext {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RematContext {
+    /// Creates the context.
+    pub fn new() -> Self {
+        let registry = DialectRegistry::new();
+        register_all_dialects(&registry);
+        let context = Context::new_with_registry(&registry, false);
+        context.load_all_available_dialects();
+        context.set_allow_unregistered_dialects(true);
+        let diagnostics: Rc<RefCell<Vec<MlirError>>> = Rc::default();
+        let sink = diagnostics.clone();
+        context.attach_diagnostic_handler(move |diagnostic| {
+            let location = ir::location_text(diagnostic.location().to_raw());
+            let mut message = diagnostic.to_string();
+            for i in 0..diagnostic.note_count() {
+                if let Ok(note) = diagnostic.note(i) {
+                    message.push_str(&format!("\n  note: {note}"));
+                }
+            }
+            let location = (!location.is_empty() && location != "loc(unknown)").then_some(location);
+            sink.borrow_mut().push(MlirError { location, message });
+            true
+        });
+        RematContext { context, diagnostics }
+    }
+
+    /// The melior context.
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// Diagnostics collected since the last call.
+    pub fn take_diagnostics(&self) -> Vec<MlirError> {
+        std::mem::take(&mut self.diagnostics.borrow_mut())
+    }
+
+    /// Parses a module from text; `source_name` is used in locations (e.g. the file name).
+    pub fn parse(&self, text: &str, source_name: &str) -> Result<Module<'_>, Vec<MlirError>> {
+        if text.contains('\0') {
+            return Err(vec![MlirError { location: Some(format!("{source_name}:1:1")), message: "input contains a NUL byte".into() }]);
+        }
+        self.take_diagnostics();
+        let c_text = std::ffi::CString::new(text).expect("checked for NUL above");
+        let module = unsafe {
+            let raw = mlir_sys::mlirModuleCreateParse(
+                self.context.to_raw(),
+                mlir_sys::mlirStringRefCreateFromCString(c_text.as_ptr()),
+            );
+            Module::from_option_raw(raw)
+        };
+        let diagnostics = self.take_diagnostics();
+        let relabel = |mut d: MlirError| {
+            if let Some(loc) = &d.location {
+                // mlirModuleCreateParse names its buffer "-".
+                if let Some(rest) = loc.strip_prefix("-:") {
+                    d.location = Some(format!("{source_name}:{rest}"));
+                } else if loc.is_empty() {
+                    d.location = Some(source_name.to_string());
+                }
+            }
+            d
+        };
+        match module {
+            Some(m) if diagnostics.is_empty() => Ok(m),
+            Some(_) => Err(diagnostics.into_iter().map(relabel).collect()),
+            None if diagnostics.is_empty() => Err(vec![MlirError { location: Some(source_name.into()), message: "could not parse the module".into() }]),
+            None => Err(diagnostics.into_iter().map(relabel).collect()),
+        }
+    }
+
+    /// Runs the verifier on `module`, returning its diagnostics on failure.
+    pub fn verify(&self, module: &Module) -> Result<(), Vec<MlirError>> {
+        self.take_diagnostics();
+        if module.as_operation().verify() {
+            Ok(())
+        } else {
+            let mut d = self.take_diagnostics();
+            if d.is_empty() {
+                d.push(MlirError { location: None, message: "the module does not verify".into() });
+            }
+            Err(d)
+        }
+    }
+}
+
+/// Finds the function to plan (`function`, or the module's public one) and imports it.
+/// Normalizes the function in place first (inlines private calls, unties shared init ops).
+pub fn import(module: &Module, function: Option<&str>, options: &ImportOptions) -> Result<ImportedFunction, MlirError> {
+    let body = module.body().to_raw();
+    let module_op = module.as_operation().to_raw();
+    let func = import::select_function(body, module_op, function)?;
+    import::import_function(body, func, options)
+}
+
+/// Imports from an operation: a `func.func` (planned itself) or a `builtin.module` (its
+/// function `function`, or its public one).
+///
+/// # Safety
+/// `op` must be a live operation; for a `func.func`, its parent block (the module body) must
+/// be live too.
+pub unsafe fn import_operation(
+    op: mlir_sys::MlirOperation,
+    function: Option<&str>,
+    options: &ImportOptions,
+) -> Result<ImportedFunction, MlirError> {
+    match ir::op_name(op).as_str() {
+        "func.func" => import::import_function(ir::op_block(op), op, options),
+        "builtin.module" => {
+            let body = ir::blocks(ir::regions(op)[0])[0];
+            let func = import::select_function(body, op, function)?;
+            import::import_function(body, func, options)
+        }
+        other => Err(import::error_at(op, format!("the remat pass runs on func.func or builtin.module, not '{other}'"))),
+    }
+}

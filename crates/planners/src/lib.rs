@@ -27,7 +27,7 @@ pub struct PlanRequest<'g> {
 }
 
 /// Why a planner could not produce a schedule.
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Clone, Debug, thiserror::Error, PartialEq)]
 pub enum PlanError {
     /// The request itself is malformed (e.g. `order` is not a valid schedule).
     #[error("invalid plan request: {0}")]
@@ -85,4 +85,101 @@ pub fn smallest_feasible_budget(planner: &dyn Planner, graph: &Graph, order: &[N
         }
     }
     Some(high)
+}
+
+/// A plan measured against its budget.
+#[derive(Clone, Debug)]
+pub struct MeasuredPlan {
+    /// The schedule.
+    pub schedule: Schedule,
+    /// Its simulation.
+    pub simulation: remat_graph::Simulation,
+    /// The input order's simulation (the baseline).
+    pub baseline: remat_graph::Simulation,
+    /// The graph's proven lower bound on any schedule's peak.
+    pub lower_bound: u64,
+    /// Wall-clock seconds the planner took.
+    pub plan_seconds: f64,
+}
+
+/// A budget the strategy could not meet.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{}", self.describe())]
+pub struct Infeasible {
+    /// The strategy.
+    pub strategy: &'static str,
+    /// The budget asked for, in bytes.
+    pub budget: u64,
+    /// What the strategy's plan peaked at under that budget.
+    pub achieved: u64,
+    /// The proven lower bound for any schedule.
+    pub lower_bound: u64,
+    /// The smallest budget the strategy meets (bisection), if any.
+    pub smallest_feasible: Option<u64>,
+}
+
+impl Infeasible {
+    fn describe(&self) -> String {
+        use remat_graph::units::Bytes;
+        let mut s = if self.budget < self.lower_bound {
+            format!(
+                "budget {} is below {}, a lower bound on the peak of any schedule of this function",
+                Bytes(self.budget),
+                Bytes(self.lower_bound)
+            )
+        } else {
+            format!(
+                "strategy '{}' cannot meet the budget of {}: its plan peaks at {}",
+                self.strategy,
+                Bytes(self.budget),
+                Bytes(self.achieved)
+            )
+        };
+        match self.smallest_feasible {
+            Some(b) => s.push_str(&format!("; the smallest budget '{}' meets is {} ({b} bytes)", self.strategy, Bytes(b))),
+            None => s.push_str(&format!("; '{}' meets no budget up to the baseline peak", self.strategy)),
+        }
+        s
+    }
+}
+
+/// Why [`plan_within_budget`] failed.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum PlanFailure {
+    /// The request was malformed.
+    #[error(transparent)]
+    Invalid(#[from] PlanError),
+    /// The budget cannot be met by this strategy.
+    #[error(transparent)]
+    Infeasible(#[from] Infeasible),
+}
+
+/// Plans with `planner`, measures the result, and checks it against `budget`. When the budget
+/// is not met, finds the smallest budget the strategy does meet.
+pub fn plan_within_budget(
+    planner: &dyn Planner,
+    graph: &Graph,
+    order: &[NodeId],
+    budget: Option<u64>,
+) -> Result<MeasuredPlan, PlanFailure> {
+    let baseline = simulate(graph, order).map_err(|e| PlanError::InvalidRequest(e.to_string()))?;
+    let bound = lower_bound(graph);
+    let started = std::time::Instant::now();
+    let schedule = planner.plan(&PlanRequest { graph, order, budget })?;
+    let plan_seconds = started.elapsed().as_secs_f64();
+    let simulation = simulate(graph, &schedule)
+        .map_err(|e| PlanError::InvalidRequest(format!("strategy '{}' produced an invalid schedule: {e}", planner.name())))?;
+    if let Some(budget) = budget {
+        if simulation.peak_bytes > budget {
+            return Err(Infeasible {
+                strategy: planner.name(),
+                budget,
+                achieved: simulation.peak_bytes,
+                lower_bound: bound,
+                smallest_feasible: smallest_feasible_budget(planner, graph, order),
+            }
+            .into());
+        }
+    }
+    Ok(MeasuredPlan { schedule, simulation, baseline, lower_bound: bound, plan_seconds })
 }

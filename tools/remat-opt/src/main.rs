@@ -1,1 +1,272 @@
-fn main(){}
+//! `remat-opt`: the mlir-opt-style driver (DESIGN.md, "Command line").
+//!
+//! The only place in remat-opt that does I/O: it reads the input (MLIR or graph JSON, a file
+//! or stdin), plans with the remat pass library, and writes the output only once everything
+//! succeeded (atomically for `-o`), so a failure never leaves a partial file.
+
+use clap::{Parser, ValueEnum};
+use remat_graph::json;
+use remat_graph::{Graph, NodeId};
+use remat_mlir::{ImportOptions, MlirError, RematContext};
+use remat_pass::{plan_function, RematOptions, Report};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Emit {
+    /// The rewritten module.
+    Mlir,
+    /// The function's graph as networkx node-link JSON.
+    GraphJson,
+    /// The plan as node ids of the graph JSON.
+    ScheduleJson,
+}
+
+#[derive(Parser, Debug)]
+#[command(name = "remat-opt", version, about = "Plan which activations to keep or recompute in an MLIR training step, and rewrite it to the plan.")]
+struct Cli {
+    /// Input file: MLIR (linalg-on-tensors or StableHLO) or graph JSON; `-` for stdin.
+    #[arg(default_value = "-")]
+    input: String,
+    /// Output file (default: stdout). Written only if everything succeeds.
+    #[arg(short = 'o', value_name = "OUTPUT")]
+    output: Option<PathBuf>,
+    /// Rematerialization strategy.
+    #[arg(long = "remat", value_name = "STRATEGY", default_value = "none")]
+    strategy: String,
+    /// Peak memory budget: bytes, with KiB/MiB/GiB (or KB/MB/GB), or N% of the input order's peak.
+    #[arg(long)]
+    budget: Option<String>,
+    /// Print a memory report (to stderr).
+    #[arg(long)]
+    report: bool,
+    /// Write the report as JSON to FILE.
+    #[arg(long = "report-json", value_name = "FILE")]
+    report_json: Option<PathBuf>,
+    /// What to write.
+    #[arg(long, value_enum, default_value = "mlir")]
+    emit: Emit,
+    /// The function to plan (default: the module's public function).
+    #[arg(long)]
+    function: Option<String>,
+    /// Cost model: `estimate` (from op semantics) or `unit` (every op costs 1).
+    #[arg(long = "cost-model", default_value = "estimate")]
+    cost_model: String,
+    /// Run a textual pass pipeline instead (e.g. `builtin.module(func.func(remat{strategy=greedy}))`).
+    #[arg(long = "pass-pipeline", value_name = "PIPELINE")]
+    pass_pipeline: Option<String>,
+    /// Split the input at `// -----` lines and process each part on its own.
+    #[arg(long = "split-input-file")]
+    split_input_file: bool,
+}
+
+/// A failure: diagnostics already formatted `file:line:col: error: …`.
+struct Failure(Vec<String>);
+
+impl From<MlirError> for Failure {
+    fn from(e: MlirError) -> Self {
+        Failure(vec![e.to_string()])
+    }
+}
+
+fn error(location: &str, message: impl std::fmt::Display) -> Failure {
+    Failure(vec![format!("{location}: error: {message}")])
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_env("REMAT_LOG"))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+        }
+    };
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure(lines)) => {
+            for line in lines {
+                eprintln!("{line}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: &Cli) -> Result<(), Failure> {
+    let source_name = if cli.input == "-" { "<stdin>".to_string() } else { cli.input.clone() };
+    let text = read_input(&cli.input).map_err(|e| error(&source_name, e))?;
+    let options = RematOptions::from_strings(
+        &cli.strategy,
+        cli.budget.as_deref().unwrap_or(""),
+        cli.function.as_deref().unwrap_or(""),
+        &cli.cost_model,
+    )
+    .map_err(|e| Failure(vec![format!("error: {e}")]))?;
+
+    let chunks: Vec<(usize, &str)> = if cli.split_input_file { split_input(&text) } else { vec![(0, text.as_str())] };
+    let mut outputs = Vec::new();
+    let mut reports = Vec::new();
+    let mut failures = Vec::new();
+    for (line_offset, chunk) in chunks {
+        match process(cli, &options, chunk, &source_name, line_offset) {
+            Ok((out, report)) => {
+                outputs.push(out);
+                reports.extend(report);
+            }
+            // MLIR names a buffer parsed from memory "-"; name the real source instead.
+            Err(Failure(lines)) => failures.extend(lines.into_iter().map(|l| match l.strip_prefix("-:") {
+                Some(rest) => format!("{source_name}:{rest}"),
+                None => l,
+            })),
+        }
+    }
+    if !failures.is_empty() {
+        return Err(Failure(failures));
+    }
+    if cli.report {
+        let mut stderr = std::io::stderr().lock();
+        for r in &reports {
+            let _ = write!(stderr, "{}", r.to_table(false));
+        }
+    }
+    if let Some(path) = &cli.report_json {
+        let docs: Vec<serde_json::Value> = reports.iter().map(|r| r.to_json(false)).collect();
+        let doc = if docs.len() == 1 { docs.into_iter().next().unwrap() } else { serde_json::Value::Array(docs) };
+        let mut text = serde_json::to_string_pretty(&doc).expect("JSON values serialize");
+        text.push('\n');
+        write_atomically(path, text.as_bytes()).map_err(|e| error(&path.display().to_string(), e))?;
+    }
+    let output = outputs.join("// -----\n");
+    match &cli.output {
+        Some(path) => write_atomically(path, output.as_bytes()).map_err(|e| error(&path.display().to_string(), e)),
+        None => std::io::stdout().write_all(output.as_bytes()).map_err(|e| error("<stdout>", e)),
+    }
+}
+
+fn read_input(input: &str) -> Result<String, String> {
+    let mut bytes = Vec::new();
+    let result = if input == "-" {
+        std::io::stdin().read_to_end(&mut bytes).map(|_| ())
+    } else {
+        std::fs::File::open(input).and_then(|mut f| f.read_to_end(&mut bytes).map(|_| ()))
+    };
+    result.map_err(|e| format!("could not read input: {e}"))?;
+    String::from_utf8(bytes).map_err(|e| format!("input is not UTF-8 (byte {})", e.utf8_error().valid_up_to()))
+}
+
+/// Parts of the input between `// -----` lines, with the line each part starts at.
+fn split_input(text: &str) -> Vec<(usize, &str)> {
+    let mut parts = Vec::new();
+    let mut start = 0;
+    let mut start_line = 0;
+    let mut line = 0;
+    let mut offset = 0;
+    for l in text.split_inclusive('\n') {
+        if l.trim_end() == "// -----" {
+            parts.push((start_line, &text[start..offset]));
+            start = offset + l.len();
+            start_line = line + 1;
+        }
+        offset += l.len();
+        line += 1;
+    }
+    parts.push((start_line, &text[start..]));
+    parts
+}
+
+fn looks_like_json(text: &str) -> bool {
+    text.trim_start().starts_with('{')
+}
+
+/// Plans one input (one part with `--split-input-file`); returns the text to write and the report.
+fn process(cli: &Cli, options: &RematOptions, text: &str, source_name: &str, line_offset: usize) -> Result<(String, Option<Report>), Failure> {
+    if looks_like_json(text) {
+        return process_graph_json(cli, options, text, source_name, line_offset);
+    }
+    let context = RematContext::new();
+    // Pad so that diagnostics in a split part point at lines of the whole file.
+    let padded = format!("{}{text}", "\n".repeat(line_offset));
+    let mut module = context.parse(&padded, source_name).map_err(|ds| Failure(ds.iter().map(ToString::to_string).collect()))?;
+    if let Some(pipeline) = &cli.pass_pipeline {
+        remat_pass::register_remat_pass();
+        let manager = melior::pass::PassManager::new(context.context());
+        melior::utility::parse_pass_pipeline(manager.as_operation_pass_manager(), pipeline).map_err(|e| {
+            let mut lines: Vec<String> = context.take_diagnostics().iter().map(ToString::to_string).collect();
+            lines.push(format!("error: invalid pass pipeline '{pipeline}': {e}"));
+            Failure(lines)
+        })?;
+        if manager.run(&mut module).is_err() {
+            let mut lines: Vec<String> = context.take_diagnostics().iter().map(ToString::to_string).collect();
+            if lines.is_empty() {
+                lines.push("error: the pass pipeline failed".into());
+            }
+            return Err(Failure(lines));
+        }
+        return Ok((module.as_operation().to_string(), None));
+    }
+    let imported = remat_mlir::import(&module, options.function.as_deref(), &ImportOptions { cost_model: options.cost_model })?;
+    let location = imported.location().unwrap_or_else(|| source_name.to_string());
+    let planned = plan_function(imported, options).map_err(|e| error(&location, e))?;
+    let out = match cli.emit {
+        Emit::GraphJson => graph_json(&planned.imported.graph, &planned.imported.name),
+        Emit::ScheduleJson => json::write_schedule(&planned.imported.name, &options.strategy, &planned.plan.schedule),
+        Emit::Mlir => {
+            remat_mlir::apply_schedule(&planned.imported, &planned.plan.schedule).map_err(|e| error(&location, e))?;
+            context.verify(&module).map_err(|ds| {
+                let mut lines: Vec<String> = ds.iter().map(ToString::to_string).collect();
+                lines.push(format!("{location}: error: internal error: the rewritten module does not verify"));
+                Failure(lines)
+            })?;
+            let mut text = module.as_operation().to_string();
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text
+        }
+    };
+    Ok((out, Some(planned.report)))
+}
+
+fn graph_json(graph: &Graph, function: &str) -> String {
+    json::write_graph(graph, &[("function", serde_json::json!(function))])
+}
+
+fn process_graph_json(cli: &Cli, options: &RematOptions, text: &str, source_name: &str, line_offset: usize) -> Result<(String, Option<Report>), Failure> {
+    let graph = json::read_graph(text).map_err(|e| match e.line_col {
+        Some((line, col)) => error(&format!("{source_name}:{}:{col}", line + line_offset), &e.message),
+        None => error(source_name, &e.message),
+    })?;
+    let function = serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|v| v.pointer("/graph/function").and_then(|f| f.as_str().map(str::to_string)))
+        .unwrap_or_else(|| Path::new(source_name).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "graph".into()));
+    let order: Vec<NodeId> = graph.topological_schedule();
+    let planner = remat_planners::strategy(&options.strategy).expect("checked when options were parsed");
+    let baseline = remat_graph::simulate(&graph, &order).map_err(|e| error(source_name, e))?.peak_bytes;
+    let budget = options.budget.map(|b| b.resolve(baseline));
+    let plan = remat_planners::plan_within_budget(planner, &graph, &order, budget).map_err(|e| error(source_name, e))?;
+    let report = Report::new(&function, planner.name(), &graph, budget, &plan);
+    let out = match cli.emit {
+        Emit::GraphJson => graph_json(&graph, &function),
+        Emit::ScheduleJson => json::write_schedule(&function, planner.name(), &plan.schedule),
+        Emit::Mlir => return Err(error(source_name, "a graph JSON input has no IR to rewrite; use --emit=schedule-json or --emit=graph-json")),
+    };
+    Ok((out, Some(report)))
+}
+
+/// Writes `bytes` to a temporary file beside `path`, then renames it into place.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "output".into());
+    let tmp = dir.join(format!(".{name}.remat-opt-{}.tmp", std::process::id()));
+    let result = std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}

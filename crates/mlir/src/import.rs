@@ -1,0 +1,324 @@
+//! MLIR function → [`Graph`].
+//!
+//! Phase 1 of 3: *normalize* the function in place — inline calls to private functions (JAX
+//! exports are full of them; MLIR 22's own inliner crashes beside unregistered region ops), and
+//! give every destination-passing op its own `tensor.empty` / `linalg.fill` init (a `cse` run
+//! shares them). Both keep the program's meaning.
+//! Phase 2 of 3: *group* ops into nodes: a destination-passing op with the init ops that
+//! produce its `outs` is one node, so they are moved and cloned together.
+//! Phase 3 of 3: *measure* each node: bytes of its results (views and constants own none),
+//! cost, purity, and its inputs — including values its regions capture from the function body.
+
+use crate::ir::{self, Op, Val};
+use crate::ops;
+use crate::{CostModel, MlirError};
+use indexmap::IndexMap;
+use mlir_sys::{MlirBlock, MlirOperation};
+use remat_graph::{Graph, GraphBuilder, NodeId, NodeSpec};
+
+/// A planned function's graph plus the IR handles the rewriter needs.
+pub struct ImportedFunction {
+    /// The function's symbol name.
+    pub name: String,
+    /// The graph: arguments first (ids `0..arguments`), then one node per op group in body order.
+    pub graph: Graph,
+    /// The function's own order of its nodes: the baseline schedule.
+    pub order: Vec<NodeId>,
+    /// For each node, its ops in body order (init ops first); empty for arguments.
+    pub(crate) groups: Vec<Vec<MlirOperation>>,
+    pub(crate) body: MlirBlock,
+    pub(crate) func: MlirOperation,
+}
+
+impl ImportedFunction {
+    /// `file:line:col` of the function, for diagnostics about it.
+    pub fn location(&self) -> Option<String> {
+        Some(ir::location_text(ir::location(self.func)))
+    }
+}
+
+/// Options for [`import_function`].
+#[derive(Clone, Debug, Default)]
+pub struct ImportOptions {
+    /// How to estimate the cost of a node.
+    pub cost_model: CostModel,
+}
+
+pub(crate) fn error_at(op: Op, message: impl Into<String>) -> MlirError {
+    MlirError { location: Some(ir::location_text(ir::location(op))), message: message.into() }
+}
+
+/// All `func.func` ops at the top of `module_op`'s body, with their symbol names.
+pub(crate) fn functions(module_body: MlirBlock) -> Vec<(String, Op)> {
+    ir::block_ops(module_body)
+        .into_iter()
+        .filter(|&op| ir::op_name(op) == "func.func")
+        .map(|op| (ir::string_attribute(op, "sym_name").unwrap_or_default(), op))
+        .collect()
+}
+
+fn is_private(func: Op) -> bool {
+    ir::string_attribute(func, "sym_visibility").is_some_and(|v| v == "private")
+}
+
+fn has_body(func: Op) -> bool {
+    ir::regions(func).first().is_some_and(|&r| !ir::blocks(r).is_empty())
+}
+
+/// Picks the function to plan: `wanted` if given, else the one public function with a body
+/// (preferring `main` when there are several).
+pub(crate) fn select_function(module_body: MlirBlock, module_op: Op, wanted: Option<&str>) -> Result<Op, MlirError> {
+    let funcs = functions(module_body);
+    if let Some(name) = wanted {
+        return funcs
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|&(_, op)| op)
+            .ok_or_else(|| error_at(module_op, format!("no function named '{name}' in the module")));
+    }
+    let public: Vec<&(String, Op)> = funcs.iter().filter(|(_, op)| !is_private(*op) && has_body(*op)).collect();
+    match public.as_slice() {
+        [] => Err(error_at(module_op, "the module has no public function with a body to plan")),
+        [(_, op)] => Ok(*op),
+        many => many.iter().find(|(n, _)| n == "main").map(|(_, op)| *op).ok_or_else(|| {
+            let names: Vec<&str> = many.iter().map(|(n, _)| n.as_str()).collect();
+            error_at(module_op, format!("several public functions ({}); choose one with --function=NAME", names.join(", ")))
+        }),
+    }
+}
+
+fn single_block(func: Op) -> Result<MlirBlock, MlirError> {
+    let region = *ir::regions(func).first().ok_or_else(|| error_at(func, "function has no body"))?;
+    match ir::blocks(region).as_slice() {
+        [block] => Ok(*block),
+        [] => Err(error_at(func, "function has no body")),
+        _ => Err(error_at(func, "functions with more than one block are not supported; remat-opt plans straight-line training steps")),
+    }
+}
+
+/// Inlines every top-level `func.call` of a private function defined in the module, until
+/// none is left. Inlined ops get call-site locations, as MLIR's inliner gives them.
+fn inline_private_calls(module_body: MlirBlock, body: MlirBlock) -> Result<(), MlirError> {
+    let callees: IndexMap<String, Op> =
+        functions(module_body).into_iter().filter(|(_, f)| is_private(*f) && has_body(*f)).collect();
+    let mut rounds = 0;
+    loop {
+        let calls: Vec<Op> = ir::block_ops(body)
+            .into_iter()
+            .filter(|&op| ir::op_name(op) == "func.call")
+            .filter(|&op| ir::flat_symbol_attribute(op, "callee").is_some_and(|c| callees.contains_key(&c)))
+            .collect();
+        if calls.is_empty() {
+            return Ok(());
+        }
+        rounds += 1;
+        if rounds > 64 {
+            return Err(error_at(calls[0], "calls nest more than 64 deep (recursion?); cannot inline"));
+        }
+        for call in calls {
+            let callee = callees[&ir::flat_symbol_attribute(call, "callee").expect("filtered above")];
+            inline_call(call, callee)?;
+        }
+    }
+}
+
+fn inline_call(call: Op, callee: Op) -> Result<(), MlirError> {
+    let callee_body = single_block(callee)?;
+    let args = ir::block_arguments(callee_body);
+    let call_operands = ir::operands(call);
+    if args.len() != call_operands.len() {
+        return Err(error_at(call, "call passes a different number of operands than the callee takes"));
+    }
+    let mut map: IndexMap<usize, Val> = IndexMap::new();
+    for (a, &o) in args.iter().zip(&call_operands) {
+        map.insert(ir::value_key(*a), o);
+    }
+    let caller_block = ir::op_block(call);
+    let call_loc = ir::location(call);
+    let ops = ir::block_ops(callee_body);
+    let (terminator, ops) = ops.split_last().ok_or_else(|| error_at(callee, "callee body is empty"))?;
+    for &op in ops {
+        let clone = ir::clone_op(op);
+        ir::insert_before(caller_block, call, clone);
+        for o in std::iter::once(clone).chain(ir::nested_ops(clone)) {
+            ir::set_location(o, ir::call_site_location(ir::location(o), call_loc));
+            for (i, v) in ir::operands(o).into_iter().enumerate() {
+                if let Some(&mapped) = map.get(&ir::value_key(v)) {
+                    ir::set_operand(o, i, mapped);
+                }
+            }
+        }
+        for (orig, new) in ir::results(op).into_iter().zip(ir::results(clone)) {
+            map.insert(ir::value_key(orig), new);
+        }
+    }
+    let returned = ir::operands(*terminator);
+    let call_results = ir::results(call);
+    if returned.len() != call_results.len() {
+        return Err(error_at(call, "callee returns a different number of values than the call produces"));
+    }
+    for (result, value) in call_results.into_iter().zip(returned) {
+        let value = map.get(&ir::value_key(value)).copied().unwrap_or(value);
+        ir::replace_all_uses(result, value);
+    }
+    ir::erase(call);
+    Ok(())
+}
+
+/// Gives each destination operand its own init op: an init op (`tensor.empty`,
+/// `linalg.fill`) used as the `outs` of several ops, or also as an ordinary input, is cloned
+/// once per destination use beyond the first, so grouping can fold it into exactly one node.
+fn untie_shared_inits(body: MlirBlock) {
+    // Reverse order: a shared fill is untied before the empty tensor it fills.
+    for op in ir::block_ops(body).into_iter().rev() {
+        if !ops::is_init(&ir::op_name(op)) || ir::results(op).len() != 1 {
+            continue;
+        }
+        let result = ir::results(op)[0];
+        let uses = ir::uses(result);
+        let destination_uses: Vec<(Op, usize)> =
+            uses.iter().copied().filter(|&(user, n)| is_top_level_in(user, body) && ops::destination_operands(user).contains(&n)).collect();
+        let keep_first = destination_uses.len() == uses.len();
+        for &(user, n) in destination_uses.iter().skip(keep_first as usize) {
+            let clone = ir::clone_op(op);
+            ir::insert_before(body, op, clone);
+            ir::set_operand(user, n, ir::results(clone)[0]);
+        }
+    }
+}
+
+fn is_top_level_in(op: Op, body: MlirBlock) -> bool {
+    ir::op_block(op).ptr == body.ptr
+}
+
+/// Imports function `func` of a module into a graph, normalizing it first (see module docs).
+pub(crate) fn import_function(module_body: MlirBlock, func: Op, options: &ImportOptions) -> Result<ImportedFunction, MlirError> {
+    let name = ir::string_attribute(func, "sym_name").unwrap_or_default();
+    let body = single_block(func)?;
+    inline_private_calls(module_body, body)?;
+    untie_shared_inits(body);
+
+    let all_ops = ir::block_ops(body);
+    let (terminator, body_ops) = all_ops.split_last().ok_or_else(|| error_at(func, "function body is empty"))?;
+    let terminator = *terminator;
+
+    // Phase 2: which op each init op folds into.
+    let position: IndexMap<usize, usize> = body_ops.iter().enumerate().map(|(i, &op)| (ir::op_key(op), i)).collect();
+    let mut folded_into: Vec<Option<usize>> = vec![None; body_ops.len()];
+    for (i, &op) in body_ops.iter().enumerate() {
+        if !ops::is_init(&ir::op_name(op)) || ir::results(op).len() != 1 {
+            continue;
+        }
+        if let [(user, n)] = ir::uses(ir::results(op)[0]).as_slice() {
+            if is_top_level_in(*user, body) && ops::destination_operands(*user).contains(n) {
+                folded_into[i] = Some(position[&ir::op_key(*user)]);
+            }
+        }
+    }
+    let group_of = |mut i: usize| {
+        while let Some(next) = folded_into[i] {
+            i = next;
+        }
+        i
+    };
+
+    // Nodes: arguments, then one per group, numbered by the position of the group's main op.
+    let mut builder = GraphBuilder::new();
+    let mut value_node: IndexMap<usize, NodeId> = IndexMap::new();
+    for (index, arg) in ir::block_arguments(body).into_iter().enumerate() {
+        let bytes = static_bytes(arg, func, &format!("argument #{index}"))?;
+        let id = builder.add(NodeSpec::argument(format!("%arg{index}"), bytes), &[]);
+        value_node.insert(ir::value_key(arg), id);
+    }
+    let argument_count = builder.len();
+    let mut groups: Vec<Vec<MlirOperation>> = vec![Vec::new(); argument_count];
+    let mut node_of_main: IndexMap<usize, NodeId> = IndexMap::new();
+    for (i, _) in body_ops.iter().enumerate().filter(|&(i, _)| folded_into[i].is_none()) {
+        node_of_main.insert(i, NodeId((argument_count + node_of_main.len()) as u32));
+    }
+    let mut members: Vec<Vec<Op>> = vec![Vec::new(); node_of_main.len()];
+    for (i, &op) in body_ops.iter().enumerate() {
+        let node = node_of_main[&group_of(i)];
+        members[node.index() - argument_count].push(op);
+        for r in ir::results(op) {
+            value_node.insert(ir::value_key(r), node);
+        }
+    }
+
+    // Phase 3: measure each group.
+    for (&main_index, &node) in &node_of_main {
+        let main = body_ops[main_index];
+        let group = &members[node.index() - argument_count];
+        let main_name = ir::op_name(main);
+        let mut preds: Vec<NodeId> = Vec::new();
+        for &op in group {
+            for o in std::iter::once(op).chain(ir::nested_ops(op)) {
+                for v in ir::operands(o) {
+                    if let Some(&p) = value_node.get(&ir::value_key(v)) {
+                        if p != node && !preds.contains(&p) {
+                            preds.push(p);
+                        }
+                    }
+                }
+            }
+        }
+        let mut bytes = 0u64;
+        for (k, r) in ir::results(main).into_iter().enumerate() {
+            bytes = bytes.saturating_add(static_bytes(r, main, &format!("result #{k} of '{main_name}'"))?);
+        }
+        let view_source = if ops::is_view(&main_name) {
+            ir::operands(main).first().and_then(|&v| value_node.get(&ir::value_key(v)).copied())
+        } else {
+            None
+        };
+        let constant = ops::is_constant(&main_name);
+        if constant || view_source.is_some() {
+            bytes = 0;
+        }
+        let cost = match options.cost_model {
+            CostModel::Unit => 1.0,
+            CostModel::Estimate => group.iter().map(|&op| ops::cost(op)).sum(),
+        };
+        let pure = group.iter().all(|&op| ops::is_pure(op));
+        let mut spec = NodeSpec::op(node_name(main, node), bytes, cost).origin(main_name, Some(ir::location_text(ir::location(main))));
+        if !pure {
+            spec = spec.impure();
+        }
+        if let Some(source) = view_source {
+            spec = spec.view_of(source);
+        }
+        let id = builder.add(spec, &preds);
+        debug_assert_eq!(id, node);
+        groups.push(group.clone());
+    }
+
+    // Outputs: whatever the terminator returns.
+    for v in ir::operands(terminator) {
+        if let Some(&node) = value_node.get(&ir::value_key(v)) {
+            builder.node_mut(node).output = true;
+        }
+    }
+    let graph = builder.finish().map_err(|e| error_at(func, format!("internal error building the graph: {e}")))?;
+    let order = graph.topological_schedule();
+    debug_assert!(order.iter().enumerate().all(|(i, n)| n.index() == argument_count + i));
+    Ok(ImportedFunction { name, graph, order, groups, body, func })
+}
+
+fn node_name(main: Op, node: NodeId) -> String {
+    let name = ir::op_name(main);
+    let short = name.rsplit('.').next().unwrap_or(&name);
+    format!("{short}_{}", node.0)
+}
+
+fn static_bytes(v: Val, op: Op, what: &str) -> Result<u64, MlirError> {
+    match ir::type_bytes(ir::value_type(v)) {
+        ir::TypeBytes::NotATensor | ir::TypeBytes::MemRef => Ok(0),
+        ir::TypeBytes::Static(b) => Ok(b),
+        ir::TypeBytes::Dynamic => Err(error_at(
+            op,
+            format!("{what} has a dynamic shape ({}); remat-opt needs static shapes to size buffers", ir::type_text(ir::value_type(v))),
+        )),
+        ir::TypeBytes::Unranked => Err(error_at(op, format!("{what} is an unranked tensor; remat-opt needs static shapes"))),
+        ir::TypeBytes::UnknownElement(t) => Err(error_at(op, format!("{what} has element type {t}, whose size remat-opt does not know"))),
+    }
+}

@@ -1,0 +1,347 @@
+//! Thin helpers over raw MLIR C API handles.
+//!
+//! The importer and the rewriter keep owned Rust ids for planning and touch IR only through
+//! these handles. All of them are plain pointers into a module that the caller keeps alive;
+//! an `MlirOperation` stays valid when moved within a block and is invalid once destroyed.
+//! Every function here is `unsafe`-free for callers because it is only ever given handles
+//! obtained from a live module (the invariant of this crate).
+
+use mlir_sys::*;
+use std::ffi::{c_void, CString};
+
+pub(crate) type Op = MlirOperation;
+pub(crate) type Val = MlirValue;
+
+pub(crate) fn string_ref_to_string(s: MlirStringRef) -> String {
+    if s.data.is_null() {
+        return String::new();
+    }
+    let bytes = unsafe { std::slice::from_raw_parts(s.data as *const u8, s.length) };
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+unsafe extern "C" fn append_to_string(s: MlirStringRef, data: *mut c_void) {
+    let out = unsafe { &mut *(data as *mut String) };
+    out.push_str(&string_ref_to_string(s));
+}
+
+pub(crate) fn op_name(op: Op) -> String {
+    unsafe { string_ref_to_string(mlirIdentifierStr(mlirOperationGetName(op))) }
+}
+
+pub(crate) fn operands(op: Op) -> Vec<Val> {
+    let n = unsafe { mlirOperationGetNumOperands(op) };
+    (0..n).map(|i| unsafe { mlirOperationGetOperand(op, i) }).collect()
+}
+
+pub(crate) fn results(op: Op) -> Vec<Val> {
+    let n = unsafe { mlirOperationGetNumResults(op) };
+    (0..n).map(|i| unsafe { mlirOperationGetResult(op, i) }).collect()
+}
+
+pub(crate) fn set_operand(op: Op, index: usize, value: Val) {
+    unsafe { mlirOperationSetOperand(op, index as isize, value) }
+}
+
+pub(crate) fn value_type(v: Val) -> MlirType {
+    unsafe { mlirValueGetType(v) }
+}
+
+/// All uses of `v`: (owner op, operand number).
+pub(crate) fn uses(v: Val) -> Vec<(Op, usize)> {
+    let mut out = Vec::new();
+    unsafe {
+        let mut use_ = mlirValueGetFirstUse(v);
+        while !mlirOpOperandIsNull(use_) {
+            out.push((mlirOpOperandGetOwner(use_), mlirOpOperandGetOperandNumber(use_) as usize));
+            use_ = mlirOpOperandGetNextUse(use_);
+        }
+    }
+    out
+}
+
+pub(crate) fn replace_all_uses(of: Val, with: Val) {
+    unsafe { mlirValueReplaceAllUsesOfWith(of, with) }
+}
+
+pub(crate) fn regions(op: Op) -> Vec<MlirRegion> {
+    let n = unsafe { mlirOperationGetNumRegions(op) };
+    (0..n).map(|i| unsafe { mlirOperationGetRegion(op, i) }).collect()
+}
+
+pub(crate) fn blocks(region: MlirRegion) -> Vec<MlirBlock> {
+    let mut out = Vec::new();
+    unsafe {
+        let mut b = mlirRegionGetFirstBlock(region);
+        while !b.ptr.is_null() {
+            out.push(b);
+            b = mlirBlockGetNextInRegion(b);
+        }
+    }
+    out
+}
+
+pub(crate) fn block_ops(block: MlirBlock) -> Vec<Op> {
+    let mut out = Vec::new();
+    unsafe {
+        let mut op = mlirBlockGetFirstOperation(block);
+        while !op.ptr.is_null() {
+            out.push(op);
+            op = mlirOperationGetNextInBlock(op);
+        }
+    }
+    out
+}
+
+pub(crate) fn block_arguments(block: MlirBlock) -> Vec<Val> {
+    let n = unsafe { mlirBlockGetNumArguments(block) };
+    (0..n).map(|i| unsafe { mlirBlockGetArgument(block, i) }).collect()
+}
+
+pub(crate) fn op_block(op: Op) -> MlirBlock {
+    unsafe { mlirOperationGetBlock(op) }
+}
+
+/// Every op nested inside `op`'s regions (not `op` itself), in pre-order.
+pub(crate) fn nested_ops(op: Op) -> Vec<Op> {
+    let mut out = Vec::new();
+    let mut stack = vec![op];
+    while let Some(o) = stack.pop() {
+        for region in regions(o) {
+            for block in blocks(region) {
+                let ops = block_ops(block);
+                for &inner in ops.iter().rev() {
+                    stack.push(inner);
+                }
+                out.extend(ops);
+            }
+        }
+    }
+    out
+}
+
+pub(crate) fn attribute(op: Op, name: &str) -> Option<MlirAttribute> {
+    let c = CString::new(name).expect("attribute names have no NUL");
+    let a = unsafe { mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString(c.as_ptr())) };
+    (!a.ptr.is_null()).then_some(a)
+}
+
+pub(crate) fn string_attribute(op: Op, name: &str) -> Option<String> {
+    let a = attribute(op, name)?;
+    unsafe { mlirAttributeIsAString(a).then(|| string_ref_to_string(mlirStringAttrGetValue(a))) }
+}
+
+pub(crate) fn flat_symbol_attribute(op: Op, name: &str) -> Option<String> {
+    let a = attribute(op, name)?;
+    unsafe { mlirAttributeIsAFlatSymbolRef(a).then(|| string_ref_to_string(mlirFlatSymbolRefAttrGetValue(a))) }
+}
+
+pub(crate) fn dense_i32_array(attr: MlirAttribute) -> Option<Vec<i32>> {
+    unsafe {
+        if !mlirAttributeIsADenseI32Array(attr) {
+            return None;
+        }
+        let n = mlirDenseArrayGetNumElements(attr);
+        Some((0..n).map(|i| mlirDenseI32ArrayGetElement(attr, i)).collect())
+    }
+}
+
+pub(crate) fn attribute_text(attr: MlirAttribute) -> String {
+    let mut s = String::new();
+    unsafe { mlirAttributePrint(attr, Some(append_to_string), &mut s as *mut String as *mut c_void) };
+    s
+}
+
+pub(crate) fn set_unit_attribute(op: Op, name: &str) {
+    let c = CString::new(name).expect("attribute names have no NUL");
+    unsafe {
+        let ctx = mlirOperationGetContext(op);
+        mlirOperationSetDiscardableAttributeByName(op, mlirStringRefCreateFromCString(c.as_ptr()), mlirUnitAttrGet(ctx));
+    }
+}
+
+pub(crate) fn location(op: Op) -> MlirLocation {
+    unsafe { mlirOperationGetLocation(op) }
+}
+
+/// `file:line:col` for a file location (or the file location a call-site, fused or named
+/// location wraps); the printed location otherwise.
+pub(crate) fn location_text(loc: MlirLocation) -> String {
+    unsafe {
+        if mlirLocationIsAFileLineColRange(loc) {
+            let file = string_ref_to_string(mlirIdentifierStr(mlirLocationFileLineColRangeGetFilename(loc)));
+            let line = mlirLocationFileLineColRangeGetStartLine(loc);
+            let col = mlirLocationFileLineColRangeGetStartColumn(loc);
+            return format!("{file}:{line}:{col}");
+        }
+        if mlirLocationIsACallSite(loc) {
+            return location_text(mlirLocationCallSiteGetCaller(loc));
+        }
+        if mlirLocationIsAName(loc) {
+            return location_text(mlirLocationNameGetChildLoc(loc));
+        }
+        if mlirLocationIsAFused(loc) && mlirLocationFusedGetNumLocations(loc) > 0 {
+            let mut first = mlirLocationUnknownGet(mlirLocationGetContext(loc));
+            mlirLocationFusedGetLocations(loc, &mut first);
+            return location_text(first);
+        }
+        let mut s = String::new();
+        mlirLocationPrint(loc, Some(append_to_string), &mut s as *mut String as *mut c_void);
+        s
+    }
+}
+
+pub(crate) fn call_site_location(callee: MlirLocation, caller: MlirLocation) -> MlirLocation {
+    unsafe { mlirLocationCallSiteGet(callee, caller) }
+}
+
+pub(crate) fn set_location(op: Op, loc: MlirLocation) {
+    unsafe { mlirOperationSetLocation(op, loc) }
+}
+
+pub(crate) fn clone_op(op: Op) -> Op {
+    unsafe { mlirOperationClone(op) }
+}
+
+pub(crate) fn insert_before(block: MlirBlock, reference: Op, op: Op) {
+    unsafe { mlirBlockInsertOwnedOperationBefore(block, reference, op) }
+}
+
+pub(crate) fn move_before(op: Op, reference: Op) {
+    unsafe { mlirOperationMoveBefore(op, reference) }
+}
+
+pub(crate) fn erase(op: Op) {
+    unsafe {
+        mlirOperationRemoveFromParent(op);
+        mlirOperationDestroy(op);
+    }
+}
+
+pub(crate) fn block_terminator(block: MlirBlock) -> Op {
+    unsafe { mlirBlockGetTerminator(block) }
+}
+
+pub(crate) fn same_value(a: Val, b: Val) -> bool {
+    a.ptr == b.ptr
+}
+
+pub(crate) fn value_key(v: Val) -> usize {
+    v.ptr as usize
+}
+
+pub(crate) fn op_key(op: Op) -> usize {
+    op.ptr as usize
+}
+
+/// The size of a tensor type in bytes, or why it has none.
+pub(crate) enum TypeBytes {
+    /// Not a tensor: scalars, tokens, and other register-like values own no buffer.
+    NotATensor,
+    Static(u64),
+    Dynamic,
+    Unranked,
+    UnknownElement(String),
+    MemRef,
+}
+
+pub(crate) fn type_text(t: MlirType) -> String {
+    let mut s = String::new();
+    unsafe { mlirTypePrint(t, Some(append_to_string), &mut s as *mut String as *mut c_void) };
+    s
+}
+
+fn element_bytes(t: MlirType) -> Option<u64> {
+    unsafe {
+        let bits = if mlirTypeIsAInteger(t) {
+            mlirIntegerTypeGetWidth(t) as u64
+        } else if mlirTypeIsAFloat(t) {
+            mlirFloatTypeGetWidth(t) as u64
+        } else if mlirTypeIsAIndex(t) {
+            64
+        } else if mlirTypeIsAComplex(t) {
+            return element_bytes(mlirComplexTypeGetElementType(t)).map(|b| 2 * b);
+        } else {
+            return None;
+        };
+        Some(bits.div_ceil(8).max(1))
+    }
+}
+
+pub(crate) fn type_bytes(t: MlirType) -> TypeBytes {
+    unsafe {
+        if mlirTypeIsAMemRef(t) {
+            return TypeBytes::MemRef;
+        }
+        if !mlirTypeIsATensor(t) {
+            return TypeBytes::NotATensor;
+        }
+        if !mlirTypeIsARankedTensor(t) {
+            return TypeBytes::Unranked;
+        }
+        if !mlirShapedTypeHasStaticShape(t) {
+            return TypeBytes::Dynamic;
+        }
+        let element = mlirShapedTypeGetElementType(t);
+        let Some(bytes) = element_bytes(element) else {
+            return TypeBytes::UnknownElement(type_text(element));
+        };
+        let rank = mlirShapedTypeGetRank(t);
+        let elements: u64 = (0..rank).map(|i| mlirShapedTypeGetDimSize(t, i as isize) as u64).product();
+        TypeBytes::Static(elements.saturating_mul(bytes))
+    }
+}
+
+/// Static shape of a ranked tensor type (None otherwise).
+pub(crate) fn tensor_shape(t: MlirType) -> Option<Vec<u64>> {
+    unsafe {
+        if !mlirTypeIsARankedTensor(t) || !mlirShapedTypeHasStaticShape(t) {
+            return None;
+        }
+        let rank = mlirShapedTypeGetRank(t);
+        Some((0..rank).map(|i| mlirShapedTypeGetDimSize(t, i as isize) as u64).collect())
+    }
+}
+
+pub(crate) fn is_memref(t: MlirType) -> bool {
+    unsafe { mlirTypeIsAMemRef(t) }
+}
+
+/// Loop bounds of a linalg op's iteration space from its `indexing_maps`: each dimension that
+/// appears as a plain `d_k` result of some operand's map takes that operand's dimension size.
+pub(crate) fn iteration_volume(op: Op) -> Option<u64> {
+    let maps = attribute(op, "indexing_maps")?;
+    unsafe {
+        if !mlirAttributeIsAArray(maps) {
+            return None;
+        }
+        let ops = operands(op);
+        let count = mlirArrayAttrGetNumElements(maps) as usize;
+        if count != ops.len() {
+            return None;
+        }
+        let mut bounds: Vec<Option<u64>> = Vec::new();
+        for (i, &operand) in ops.iter().enumerate() {
+            let attr = mlirArrayAttrGetElement(maps, i as isize);
+            if !mlirAttributeIsAAffineMap(attr) {
+                return None;
+            }
+            let map = mlirAffineMapAttrGetValue(attr);
+            let dims = mlirAffineMapGetNumDims(map) as usize;
+            if bounds.len() < dims {
+                bounds.resize(dims, None);
+            }
+            let shape = tensor_shape(value_type(operand)).unwrap_or_default();
+            for r in 0..mlirAffineMapGetNumResults(map) {
+                let expr = mlirAffineMapGetResult(map, r);
+                if mlirAffineExprIsADim(expr) {
+                    let d = mlirAffineDimExprGetPosition(expr) as usize;
+                    if let Some(&size) = shape.get(r as usize) {
+                        bounds[d] = Some(bounds[d].map_or(size, |b: u64| b.max(size)));
+                    }
+                }
+            }
+        }
+        Some(bounds.iter().map(|b| b.unwrap_or(1)).product())
+    }
+}
