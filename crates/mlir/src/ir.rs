@@ -172,7 +172,8 @@ pub(crate) fn location_text(loc: MlirLocation) -> String {
             let file = string_ref_to_string(mlirIdentifierStr(mlirLocationFileLineColRangeGetFilename(loc)));
             let line = mlirLocationFileLineColRangeGetStartLine(loc);
             let col = mlirLocationFileLineColRangeGetStartColumn(loc);
-            return format!("{file}:{line}:{col}");
+            // Line 0 is MLIR's "somewhere in this file" (e.g. an implicit module).
+            return if line == 0 { file } else { format!("{file}:{line}:{col}") };
         }
         if mlirLocationIsACallSite(loc) {
             return location_text(mlirLocationCallSiteGetCaller(loc));
