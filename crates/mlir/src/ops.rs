@@ -190,15 +190,3 @@ pub(crate) fn cost(op: Op) -> f64 {
         _ => out * body_op_count(op),
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_lists_out_of_opaque_attributes() {
-        let t = "#stablehlo.dot<lhs_batching_dimensions = [0], rhs_batching_dimensions = [0], lhs_contracting_dimensions = [2, 3], rhs_contracting_dimensions = [1]>";
-        assert_eq!(int_list_after(t, "lhs_contracting_dimensions"), vec![2, 3]);
-        assert_eq!(int_list_after(t, "nothing"), Vec::<usize>::new());
-    }
-}

@@ -57,7 +57,10 @@ impl Planner for GreedyRemat {
             seen[n.index()] = true;
         }
         remat_graph::validate(graph, request.order).map_err(|e| PlanError::InvalidRequest(e.to_string()))?;
-        let mut state = State::new(graph, request.order, request.budget.unwrap_or(0));
+        // Without a budget, aim for the least memory: no schedule goes below the lower bound, so
+        // evicting to get under it would only add recomputation.
+        let budget = request.budget.unwrap_or_else(|| remat_graph::lower_bound(graph));
+        let mut state = State::new(graph, request.order, budget);
         for &node in request.order {
             state.emit(node, Reason::Scheduled);
         }

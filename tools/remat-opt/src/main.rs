@@ -179,8 +179,16 @@ fn split_input(text: &str) -> Vec<(usize, &str)> {
     parts
 }
 
+/// Graph JSON may open with `//` comment lines (lit RUN lines); they are blanked, keeping
+/// line numbers, before the JSON parser sees them.
+fn blank_line_comments(text: &str) -> String {
+    text.split_inclusive('\n')
+        .map(|l| if l.trim_start().starts_with("//") { if l.ends_with('\n') { "\n" } else { "" } } else { l })
+        .collect()
+}
+
 fn looks_like_json(text: &str) -> bool {
-    text.trim_start().starts_with('{')
+    blank_line_comments(text).trim_start().starts_with('{')
 }
 
 /// Plans one input (one part with `--split-input-file`); returns the text to write and the report.
@@ -237,6 +245,7 @@ fn graph_json(graph: &Graph, function: &str) -> String {
 }
 
 fn process_graph_json(cli: &Cli, options: &RematOptions, text: &str, source_name: &str, line_offset: usize) -> Result<(String, Option<Report>), Failure> {
+    let text = &blank_line_comments(text);
     let graph = json::read_graph(text).map_err(|e| match e.line_col {
         Some((line, col)) => error(&format!("{source_name}:{}:{col}", line + line_offset), &e.message),
         None => error(source_name, &e.message),

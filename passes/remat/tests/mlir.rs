@@ -1,0 +1,168 @@
+//! Everything that needs MLIR, in one test binary (each MLIR-linked binary is ~250 MB):
+//! import ↔ graph agreement and rewrite round trips on random DAGs, report snapshots of the
+//! bundled examples, and determinism.
+
+use proptest::prelude::*;
+use remat_graph::random::{RandomDag, SplitMix64};
+use remat_graph::{simulate, Graph, NodeId};
+use remat_mlir::{apply_schedule, import, CostModel, ImportOptions, RematContext};
+use remat_pass::{plan_function, RematOptions};
+use remat_planners::{PlanRequest, STRATEGIES};
+use std::fmt::Write;
+
+/// Writes a random DAG as a StableHLO-flavoured module in generic form: `iN` tensors of N
+/// bytes; views are `stablehlo.reshape`, impure nodes `stablehlo.custom_call`, the rest pure
+/// ops. Unregistered ops accept any operand and result types.
+fn dag_to_mlir(g: &Graph) -> String {
+    let ty = |id: NodeId| format!("tensor<{}xi8>", g.node(g.storage_root(id)).bytes);
+    let args: Vec<NodeId> = g.ids().filter(|&n| g.node(n).argument).collect();
+    let mut text = String::from("func.func @main(");
+    let names: Vec<String> = g.ids().map(|n| if g.node(n).argument { format!("%arg{}", n.0) } else { format!("%v{}", n.0) }).collect();
+    let params: Vec<String> = args.iter().map(|&a| format!("{}: {}", names[a.index()], ty(a))).collect();
+    let outputs: Vec<NodeId> = g.outputs().collect();
+    let results: Vec<String> = outputs.iter().map(|&o| ty(o)).collect();
+    writeln!(text, "{}) -> ({}) {{", params.join(", "), results.join(", ")).unwrap();
+    for id in g.ids().filter(|&n| !g.node(n).argument) {
+        let node = g.node(id);
+        let op = if node.view_of.is_some() {
+            "stablehlo.reshape"
+        } else if !node.pure {
+            "stablehlo.custom_call"
+        } else if g.preds(id).is_empty() {
+            "stablehlo.iota"
+        } else {
+            "stablehlo.concatenate"
+        };
+        let preds = g.preds(id);
+        let operands: Vec<&str> = preds.iter().map(|p| names[p.index()].as_str()).collect();
+        let operand_types: Vec<String> = preds.iter().map(|&p| ty(p)).collect();
+        writeln!(text, "  {} = \"{op}\"({}) : ({}) -> {}", names[id.index()], operands.join(", "), operand_types.join(", "), ty(id)).unwrap();
+    }
+    let returned: Vec<&str> = outputs.iter().map(|o| names[o.index()].as_str()).collect();
+    writeln!(text, "  \"func.return\"({}) : ({}) -> ()\n}}", returned.join(", "), results.join(", ")).unwrap();
+    text
+}
+
+fn unit_import() -> ImportOptions {
+    ImportOptions { cost_model: CostModel::Unit }
+}
+
+/// Same nodes, bytes, edges, views, purity and outputs (names and costs aside).
+fn assert_same_structure(expected: &Graph, actual: &Graph) -> Result<(), TestCaseError> {
+    prop_assert_eq!(expected.len(), actual.len());
+    for id in expected.ids() {
+        let (e, a) = (expected.node(id), actual.node(id));
+        prop_assert_eq!(e.bytes, a.bytes, "bytes of {}", id);
+        prop_assert_eq!(e.argument, a.argument);
+        prop_assert_eq!(e.output, a.output, "output flag of {}", id);
+        prop_assert_eq!(e.pure || e.argument, a.pure || a.argument, "purity of {}", id);
+        prop_assert_eq!(e.view_of, a.view_of);
+        let mut ep = expected.preds(id).to_vec();
+        let mut ap = actual.preds(id).to_vec();
+        ep.sort();
+        ap.sort();
+        prop_assert_eq!(ep, ap, "inputs of {}", id);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+    /// Import gives back the graph the module was written from; rewriting a plan and importing
+    /// the result gives a module whose own order has exactly the planned peak and cost.
+    #[test]
+    fn rewrite_then_reimport_has_the_planned_peak(seed in any::<u64>(), ops in 1usize..30, percent in 0u64..110) {
+        thread_local!(static CONTEXT: RematContext = RematContext::new());
+        CONTEXT.with(|context| {
+            let g = RandomDag { ops, ..RandomDag::default() }.generate(seed);
+            let text = dag_to_mlir(&g);
+            let module = context.parse(&text, "random.mlir").map_err(|e| TestCaseError::fail(format!("{e:?}\n{text}")))?;
+            let imported = import(&module, None, &unit_import()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            assert_same_structure(&g, &imported.graph)?;
+            let baseline = simulate(&g, &imported.order).unwrap().peak_bytes;
+            let budget = baseline * percent / 100;
+            let strategy = STRATEGIES[(SplitMix64::new(seed).next_u64() % STRATEGIES.len() as u64) as usize];
+            let schedule = strategy.plan(&PlanRequest { graph: &imported.graph, order: &imported.order, budget: Some(budget) }).unwrap();
+            let planned = simulate(&imported.graph, &schedule).unwrap();
+            apply_schedule(&imported, &schedule).unwrap();
+            context.verify(&module).map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+            let rewritten = module.as_operation().to_string();
+            let again = context.parse(&rewritten, "rewritten.mlir").map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+            let reimported = import(&again, None, &unit_import()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let measured = simulate(&reimported.graph, &reimported.order).unwrap();
+            prop_assert_eq!(measured.peak_bytes, planned.peak_bytes, "{}", rewritten);
+            prop_assert_eq!(measured.cost, planned.cost);
+            prop_assert_eq!(rewritten.matches("remat.recompute").count(), planned.recomputations);
+            Ok(())
+        })?;
+    }
+}
+
+fn example(name: &str) -> String {
+    let path = format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+const EXAMPLES: &[&str] = &[
+    "mlp_small.mlir",
+    "mlp.linalg.mlir",
+    "mlp.stablehlo.mlir",
+    "resnet.linalg.mlir",
+    "resnet.stablehlo.mlir",
+    "transformer.linalg.mlir",
+    "transformer.stablehlo.mlir",
+];
+
+/// Plans an example; returns the deterministic report JSON (or the error) and the module text.
+fn plan_example(context: &RematContext, name: &str, options: &RematOptions) -> (serde_json::Value, String) {
+    let module = context.parse(&example(name), name).unwrap();
+    let imported = import(&module, None, &ImportOptions::default()).unwrap();
+    match plan_function(imported, options) {
+        Ok(planned) => {
+            apply_schedule(&planned.imported, &planned.plan.schedule).unwrap();
+            context.verify(&module).unwrap();
+            let report = planned.report.to_json(true);
+            let budget = planned.report.budget_bytes.unwrap_or(u64::MAX);
+            assert!(planned.report.plan_peak_bytes <= budget, "{name}: plan exceeds its budget");
+            (report, module.as_operation().to_string())
+        }
+        Err(e) => (serde_json::json!({ "error": e }), String::new()),
+    }
+}
+
+#[test]
+fn example_reports() {
+    let context = RematContext::new();
+    for name in EXAMPLES {
+        for (strategy, budget) in [("none", ""), ("greedy", "90%"), ("greedy", "70%"), ("greedy", "50%")] {
+            let options = RematOptions::from_strings(strategy, budget, "", "estimate").unwrap();
+            let (report, _) = plan_example(&context, name, &options);
+            let budget_name = if budget.is_empty() { "unbounded".to_string() } else { budget.replace('%', "pct") };
+            let snapshot = format!("{}-{strategy}-{budget_name}", name.trim_end_matches(".mlir"));
+            insta::assert_json_snapshot!(snapshot, report);
+        }
+    }
+}
+
+#[test]
+fn output_is_deterministic() {
+    let options = RematOptions::from_strings("greedy", "70%", "", "estimate").unwrap();
+    let first = plan_example(&RematContext::new(), "transformer.linalg.mlir", &options).1;
+    let second = plan_example(&RematContext::new(), "transformer.linalg.mlir", &options).1;
+    assert!(!first.is_empty());
+    assert_eq!(first, second);
+}
+
+#[test]
+fn graph_json_round_trip_keeps_peak_and_cost() {
+    let context = RematContext::new();
+    for name in EXAMPLES {
+        let module = context.parse(&example(name), name).unwrap();
+        let imported = import(&module, None, &ImportOptions::default()).unwrap();
+        let text = remat_graph::json::write_graph(&imported.graph, &[]);
+        let graph = remat_graph::json::read_graph(&text).unwrap();
+        let a = simulate(&imported.graph, &imported.order).unwrap();
+        let b = simulate(&graph, &graph.topological_schedule()).unwrap();
+        assert_eq!((a.peak_bytes, a.cost), (b.peak_bytes, b.cost), "{name}");
+    }
+}
