@@ -20,3 +20,12 @@ func.func @type_mismatch(%x: tensor<4xf32>) -> tensor<8xf32> {
 
 // CHECK: malformed.mlir:[[@LINE+1]]:{{[0-9]+}}: error: {{.*}}
 func.func @unterminated(%x: tensor<4xf32>) -> tensor<4xf32> {
+
+// -----
+
+// With unregistered dialects allowed, an unknown op may end a block; a function must still
+// end in func.return to be planned.
+func.func @no_return(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // CHECK: malformed.mlir:[[@LINE+1]]:8: error: the function body must end in func.return
+  %a = "stablehlo.exponential"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+}

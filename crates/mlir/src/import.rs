@@ -27,6 +27,7 @@ pub struct ImportedFunction {
     /// For each node, its ops in body order (init ops first); empty for arguments.
     pub(crate) groups: Vec<Vec<MlirOperation>>,
     pub(crate) body: MlirBlock,
+    pub(crate) terminator: MlirOperation,
     pub(crate) func: MlirOperation,
 }
 
@@ -137,6 +138,9 @@ fn inline_call(call: Op, callee: Op) -> Result<(), MlirError> {
     let call_loc = ir::location(call);
     let ops = ir::block_ops(callee_body);
     let (terminator, ops) = ops.split_last().ok_or_else(|| error_at(callee, "callee body is empty"))?;
+    if ir::op_name(*terminator) != "func.return" {
+        return Err(error_at(*terminator, "the callee's body must end in func.return"));
+    }
     for &op in ops {
         let clone = ir::clone_op(op);
         ir::insert_before(caller_block, call, clone);
@@ -201,6 +205,9 @@ pub(crate) fn import_function(module_body: MlirBlock, func: Op, options: &Import
     let all_ops = ir::block_ops(body);
     let (terminator, body_ops) = all_ops.split_last().ok_or_else(|| error_at(func, "function body is empty"))?;
     let terminator = *terminator;
+    if ir::op_name(terminator) != "func.return" {
+        return Err(error_at(terminator, "the function body must end in func.return"));
+    }
 
     // Phase 2: which op each init op folds into.
     let position: IndexMap<usize, usize> = body_ops.iter().enumerate().map(|(i, &op)| (ir::op_key(op), i)).collect();
@@ -301,7 +308,7 @@ pub(crate) fn import_function(module_body: MlirBlock, func: Op, options: &Import
     let graph = builder.finish().map_err(|e| error_at(func, format!("internal error building the graph: {e}")))?;
     let order = graph.topological_schedule();
     debug_assert!(order.iter().enumerate().all(|(i, n)| n.index() == argument_count + i));
-    Ok(ImportedFunction { name, graph, order, groups, body, func })
+    Ok(ImportedFunction { name, graph, order, groups, body, terminator, func })
 }
 
 fn node_name(main: Op, node: NodeId) -> String {

@@ -219,10 +219,6 @@ pub(crate) fn erase(op: Op) {
     }
 }
 
-pub(crate) fn block_terminator(block: MlirBlock) -> Op {
-    unsafe { mlirBlockGetTerminator(block) }
-}
-
 pub(crate) fn same_value(a: Val, b: Val) -> bool {
     a.ptr == b.ptr
 }

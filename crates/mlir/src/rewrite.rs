@@ -32,7 +32,7 @@ pub struct RewriteStats {
 pub fn apply_schedule(imported: &ImportedFunction, schedule: &[NodeId]) -> Result<RewriteStats, remat_graph::ScheduleError> {
     validate(&imported.graph, schedule)?;
     let body = imported.body;
-    let terminator = ir::block_terminator(body);
+    let terminator = imported.terminator;
     // Any value produced by a node's ops (original or clone) → the original value it copies.
     let mut original_of: IndexMap<usize, Val> = IndexMap::new();
     // Original value → its most recent execution so far.
