@@ -81,7 +81,8 @@ fn emit_error(op: mlir_sys::MlirOperation, error: &MlirError) {
 /// The remat pass as a melior [`Pass`], to add to a `PassManager` (on `func.func`, or on
 /// the module).
 pub fn create_remat_pass(options: RematOptions) -> Pass {
-    static PASS_ID: u8 = 0;
+    // MLIR type ids are addresses of 8-byte-aligned statics.
+    static PASS_ID: u64 = 0;
     create_external(
         RematExternalPass { options },
         melior::ir::r#type::TypeId::create(&PASS_ID),

@@ -166,3 +166,27 @@ fn graph_json_round_trip_keeps_peak_and_cost() {
         assert_eq!((a.peak_bytes, a.cost), (b.peak_bytes, b.cost), "{name}");
     }
 }
+
+/// The pass from Rust: a melior `PassManager` with `create_remat_pass` nested on functions.
+#[test]
+fn create_remat_pass_runs_in_a_pass_manager() {
+    let context = RematContext::new();
+    let chain = std::fs::read_to_string(format!("{}/../../lit-tests/greedy/chain.mlir", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let mut module = context.parse(&chain, "chain.mlir").unwrap();
+    let manager = melior::pass::PassManager::new(context.context());
+    let options = RematOptions::from_strings("greedy", "4KiB", "", "estimate").unwrap();
+    manager.nested_under("func.func").add_pass(remat_pass::create_remat_pass(options));
+    manager.run(&mut module).unwrap_or_else(|e| panic!("{e}: {:?}", context.take_diagnostics()));
+    context.verify(&module).unwrap();
+    let text = module.as_operation().to_string();
+    assert!(text.contains("remat.recompute"), "{text}");
+
+    // An impossible budget fails the pass with a diagnostic on the function.
+    let mut module = context.parse(&chain, "chain.mlir").unwrap();
+    let manager = melior::pass::PassManager::new(context.context());
+    let options = RematOptions::from_strings("greedy", "1KiB", "", "estimate").unwrap();
+    manager.nested_under("func.func").add_pass(remat_pass::create_remat_pass(options));
+    assert!(manager.run(&mut module).is_err());
+    let diagnostics = context.take_diagnostics();
+    assert!(diagnostics.iter().any(|d| d.message.contains("lower bound")), "{diagnostics:?}");
+}
