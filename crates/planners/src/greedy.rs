@@ -57,17 +57,37 @@ impl Planner for GreedyRemat {
             seen[n.index()] = true;
         }
         remat_graph::validate(graph, request.order).map_err(|e| PlanError::InvalidRequest(e.to_string()))?;
-        // Without a budget, aim for the least memory: no schedule goes below the lower bound, so
-        // evicting to get under it would only add recomputation.
-        let budget = request.budget.unwrap_or_else(|| remat_graph::lower_bound(graph));
-        let mut state = State::new(graph, request.order, budget);
-        for &node in request.order {
-            state.emit(node, Reason::Scheduled);
+        match request.budget {
+            Some(budget) => Ok(walk(graph, request.order, budget)),
+            // Without a budget, aim for the least memory. The walk is not monotone in its
+            // budget (evicting eagerly can keep more inputs alive later), so try both the walk
+            // toward the lower bound and the walk at the smallest budget it provably meets
+            // (bisection), and keep the plan with the lower peak (then the lower cost).
+            None => {
+                let toward_bound = walk(graph, request.order, remat_graph::lower_bound(graph));
+                let bisected = crate::smallest_feasible_budget(self, graph, request.order)
+                    .map(|budget| walk(graph, request.order, budget))
+                    .unwrap_or_else(|| request.order.to_vec());
+                let measure = |s: &Schedule| {
+                    let sim = remat_graph::simulate(graph, s).expect("greedy plans are valid");
+                    (sim.peak_bytes, sim.cost)
+                };
+                let (a, b) = (measure(&toward_bound), measure(&bisected));
+                Ok(if a.0 < b.0 || (a.0 == b.0 && a.1 <= b.1) { toward_bound } else { bisected })
+            }
         }
-        state.finish();
-        tracing::debug!(steps = state.schedule.len(), evictions = state.evictions, "greedy plan");
-        Ok(state.schedule)
     }
+}
+
+/// One greedy walk over `order` under `budget` (phases 1–3 of the module docs).
+fn walk(graph: &Graph, order: &[NodeId], budget: u64) -> Schedule {
+    let mut state = State::new(graph, order, budget);
+    for &node in order {
+        state.emit(node, Reason::Scheduled);
+    }
+    state.finish();
+    tracing::debug!(steps = state.schedule.len(), evictions = state.evictions, budget, "greedy walk");
+    state.schedule
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
