@@ -28,14 +28,21 @@ pub struct PlannedFunction {
     pub report: Report,
 }
 
-/// Plans an imported function under `options` (no IR is changed).
-pub fn plan_function(imported: ImportedFunction, options: &RematOptions) -> Result<PlannedFunction, String> {
+/// Plans a graph under `options`: resolves the budget against the graph's own order, plans,
+/// measures, and reports. `function` names the report. No MLIR involved.
+pub fn plan_graph(function: &str, graph: &remat_graph::Graph, order: &[remat_graph::NodeId], options: &RematOptions) -> Result<(MeasuredPlan, Report), String> {
     let planner = remat_planners::strategy(&options.strategy)
         .ok_or_else(|| format!("unknown strategy '{}' (available: {})", options.strategy, remat_planners::strategy_names()))?;
-    let baseline_peak = remat_graph::simulate(&imported.graph, &imported.order).map_err(|e| e.to_string())?.peak_bytes;
+    let baseline_peak = remat_graph::simulate(graph, order).map_err(|e| e.to_string())?.peak_bytes;
     let budget = options.budget.map(|b| b.resolve(baseline_peak));
-    let plan = plan_within_budget(planner, &imported.graph, &imported.order, budget).map_err(|e| e.to_string())?;
-    let report = Report::new(&imported.name, planner.name(), &imported.graph, budget, &plan);
+    let plan = plan_within_budget(planner, graph, order, budget).map_err(|e| e.to_string())?;
+    let report = Report::new(function, planner.name(), graph, budget, &plan);
+    Ok((plan, report))
+}
+
+/// Plans an imported function under `options` (no IR is changed).
+pub fn plan_function(imported: ImportedFunction, options: &RematOptions) -> Result<PlannedFunction, String> {
+    let (plan, report) = plan_graph(&imported.name, &imported.graph, &imported.order, options)?;
     Ok(PlannedFunction { imported, plan, report })
 }
 

@@ -96,6 +96,7 @@ impl Report {
         };
         let budget = match self.budget_bytes {
             Some(b) => format!("{} ({})", Bytes(b), percent(b)),
+            None if self.strategy == "none" => "none".into(),
             None => "none (least memory)".into(),
         };
         let mut s = String::new();

@@ -255,14 +255,10 @@ fn process_graph_json(cli: &Cli, options: &RematOptions, text: &str, source_name
         .and_then(|v| v.pointer("/graph/function").and_then(|f| f.as_str().map(str::to_string)))
         .unwrap_or_else(|| Path::new(source_name).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "graph".into()));
     let order: Vec<NodeId> = graph.topological_schedule();
-    let planner = remat_planners::strategy(&options.strategy).expect("checked when options were parsed");
-    let baseline = remat_graph::simulate(&graph, &order).map_err(|e| error(source_name, e))?.peak_bytes;
-    let budget = options.budget.map(|b| b.resolve(baseline));
-    let plan = remat_planners::plan_within_budget(planner, &graph, &order, budget).map_err(|e| error(source_name, e))?;
-    let report = Report::new(&function, planner.name(), &graph, budget, &plan);
+    let (plan, report) = remat_pass::plan_graph(&function, &graph, &order, options).map_err(|e| error(source_name, e))?;
     let out = match cli.emit {
         Emit::GraphJson => graph_json(&graph, &function),
-        Emit::ScheduleJson => json::write_schedule(&function, planner.name(), &plan.schedule),
+        Emit::ScheduleJson => json::write_schedule(&function, &report.strategy, &plan.schedule),
         Emit::Mlir => return Err(error(source_name, "a graph JSON input has no IR to rewrite; use --emit=schedule-json or --emit=graph-json")),
     };
     Ok((out, Some(report)))
