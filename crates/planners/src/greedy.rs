@@ -81,13 +81,21 @@ impl Planner for GreedyRemat {
 
 /// One greedy walk over `order` under `budget` (phases 1–3 of the module docs).
 fn walk(graph: &Graph, order: &[NodeId], budget: u64) -> Schedule {
+    run_walk(graph, order, budget, false).schedule
+}
+
+/// The walk itself; with `trace`, records the memory tracked at each step.
+fn run_walk<'g>(graph: &'g Graph, order: &[NodeId], budget: u64, trace: bool) -> State<'g> {
     let mut state = State::new(graph, order, budget);
+    if trace {
+        state.trace = Some(Vec::new());
+    }
     for &node in order {
         state.emit(node, Reason::Scheduled);
     }
     state.finish();
     tracing::debug!(steps = state.schedule.len(), evictions = state.evictions, budget, "greedy walk");
-    state.schedule
+    state
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -423,14 +431,8 @@ mod properties {
     use remat_graph::simulate;
 
     fn tracked_plan(g: &Graph, budget: u64) -> (Schedule, Vec<u64>) {
-        let order = g.topological_schedule();
-        let mut state = State::new(g, &order, budget);
-        state.trace = Some(Vec::new());
-        for &node in &order {
-            state.emit(node, Reason::Scheduled);
-        }
-        state.finish();
-        (state.schedule, state.trace.unwrap())
+        let state = run_walk(g, &g.topological_schedule(), budget, true);
+        (state.schedule, state.trace.expect("traced"))
     }
 
     proptest! {
