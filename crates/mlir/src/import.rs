@@ -3,7 +3,10 @@
 //! Phase 1 of 3: *normalize* the function in place — inline calls to private functions (JAX
 //! exports are full of them; MLIR 22's own inliner crashes beside unregistered region ops), and
 //! give every destination-passing op its own `tensor.empty` / `linalg.fill` init (a `cse` run
-//! shares them). Both keep the program's meaning.
+//! shares them; inits it hoisted out of regions go back in), and dissolve `stablehlo.optimization_barrier`s (`jax.checkpoint` puts them
+//! there to stop XLA from merging recomputations; the barrier's results are its operands, and
+//! remat-opt plans recomputation itself and never merges it away). All keep the program's
+//! meaning.
 //! Phase 2 of 3: *group* ops into nodes: a destination-passing op with the init ops that
 //! produce its `outs` is one node, so they are moved and cloned together.
 //! Phase 3 of 3: *measure* each node: bytes of its results (views and constants own none),
@@ -169,6 +172,30 @@ fn inline_call(call: Op, callee: Op) -> Result<(), MlirError> {
     Ok(())
 }
 
+/// Moves init ops (`tensor.empty`, `linalg.fill`) that ops inside regions use into those
+/// regions: each nested use gets its own copy right before its user, and an init left without
+/// uses is erased. `cse` hoists them out of regions (a scatter's update computation, a while
+/// body); inside, they are part of the region op's own work, not a buffer that lives in the
+/// function body, which is how bufferization treats them once the region is lowered.
+fn sink_captured_inits(body: MlirBlock) {
+    // Reverse order: a fill is sunk before the empty tensor it fills, whose copy then follows.
+    for op in ir::block_ops(body).into_iter().rev() {
+        if !ops::is_init(&ir::op_name(op)) || ir::results(op).len() != 1 {
+            continue;
+        }
+        let result = ir::results(op)[0];
+        let nested: Vec<(Op, usize)> = ir::uses(result).into_iter().filter(|&(user, _)| !is_top_level_in(user, body)).collect();
+        for (user, n) in nested {
+            let clone = ir::clone_op(op);
+            ir::insert_before(ir::op_block(user), user, clone);
+            ir::set_operand(user, n, ir::results(clone)[0]);
+        }
+        if ir::uses(result).is_empty() {
+            ir::erase(op);
+        }
+    }
+}
+
 /// Gives each destination operand its own init op: an init op (`tensor.empty`,
 /// `linalg.fill`) used as the `outs` of several ops, or also as an ordinary input, is cloned
 /// once per destination use beyond the first, so grouping can fold it into exactly one node.
@@ -191,6 +218,18 @@ fn untie_shared_inits(body: MlirBlock) {
     }
 }
 
+/// Replaces every top-level `stablehlo.optimization_barrier` by its operands.
+fn dissolve_optimization_barriers(body: MlirBlock) {
+    for op in ir::block_ops(body) {
+        if ir::op_name(op) == "stablehlo.optimization_barrier" {
+            for (result, operand) in ir::results(op).into_iter().zip(ir::operands(op)) {
+                ir::replace_all_uses(result, operand);
+            }
+            ir::erase(op);
+        }
+    }
+}
+
 fn is_top_level_in(op: Op, body: MlirBlock) -> bool {
     ir::op_block(op).ptr == body.ptr
 }
@@ -200,7 +239,9 @@ pub(crate) fn import_function(module_body: MlirBlock, func: Op, options: &Import
     let name = ir::string_attribute(func, "sym_name").unwrap_or_default();
     let body = single_block(func)?;
     inline_private_calls(module_body, body)?;
+    sink_captured_inits(body);
     untie_shared_inits(body);
+    dissolve_optimization_barriers(body);
 
     let all_ops = ir::block_ops(body);
     let (terminator, body_ops) = all_ops.split_last().ok_or_else(|| error_at(func, "function body is empty"))?;

@@ -9,10 +9,10 @@
 use mlir_sys::*;
 use std::ffi::{c_void, CString};
 
-pub(crate) type Op = MlirOperation;
-pub(crate) type Val = MlirValue;
+pub type Op = MlirOperation;
+pub type Val = MlirValue;
 
-pub(crate) fn string_ref_to_string(s: MlirStringRef) -> String {
+pub fn string_ref_to_string(s: MlirStringRef) -> String {
     if s.data.is_null() {
         return String::new();
     }
@@ -25,30 +25,30 @@ unsafe extern "C" fn append_to_string(s: MlirStringRef, data: *mut c_void) {
     out.push_str(&string_ref_to_string(s));
 }
 
-pub(crate) fn op_name(op: Op) -> String {
+pub fn op_name(op: Op) -> String {
     unsafe { string_ref_to_string(mlirIdentifierStr(mlirOperationGetName(op))) }
 }
 
-pub(crate) fn operands(op: Op) -> Vec<Val> {
+pub fn operands(op: Op) -> Vec<Val> {
     let n = unsafe { mlirOperationGetNumOperands(op) };
     (0..n).map(|i| unsafe { mlirOperationGetOperand(op, i) }).collect()
 }
 
-pub(crate) fn results(op: Op) -> Vec<Val> {
+pub fn results(op: Op) -> Vec<Val> {
     let n = unsafe { mlirOperationGetNumResults(op) };
     (0..n).map(|i| unsafe { mlirOperationGetResult(op, i) }).collect()
 }
 
-pub(crate) fn set_operand(op: Op, index: usize, value: Val) {
+pub fn set_operand(op: Op, index: usize, value: Val) {
     unsafe { mlirOperationSetOperand(op, index as isize, value) }
 }
 
-pub(crate) fn value_type(v: Val) -> MlirType {
+pub fn value_type(v: Val) -> MlirType {
     unsafe { mlirValueGetType(v) }
 }
 
 /// All uses of `v`: (owner op, operand number).
-pub(crate) fn uses(v: Val) -> Vec<(Op, usize)> {
+pub fn uses(v: Val) -> Vec<(Op, usize)> {
     let mut out = Vec::new();
     unsafe {
         let mut use_ = mlirValueGetFirstUse(v);
@@ -60,16 +60,16 @@ pub(crate) fn uses(v: Val) -> Vec<(Op, usize)> {
     out
 }
 
-pub(crate) fn replace_all_uses(of: Val, with: Val) {
+pub fn replace_all_uses(of: Val, with: Val) {
     unsafe { mlirValueReplaceAllUsesOfWith(of, with) }
 }
 
-pub(crate) fn regions(op: Op) -> Vec<MlirRegion> {
+pub fn regions(op: Op) -> Vec<MlirRegion> {
     let n = unsafe { mlirOperationGetNumRegions(op) };
     (0..n).map(|i| unsafe { mlirOperationGetRegion(op, i) }).collect()
 }
 
-pub(crate) fn blocks(region: MlirRegion) -> Vec<MlirBlock> {
+pub fn blocks(region: MlirRegion) -> Vec<MlirBlock> {
     let mut out = Vec::new();
     unsafe {
         let mut b = mlirRegionGetFirstBlock(region);
@@ -81,7 +81,7 @@ pub(crate) fn blocks(region: MlirRegion) -> Vec<MlirBlock> {
     out
 }
 
-pub(crate) fn block_ops(block: MlirBlock) -> Vec<Op> {
+pub fn block_ops(block: MlirBlock) -> Vec<Op> {
     let mut out = Vec::new();
     unsafe {
         let mut op = mlirBlockGetFirstOperation(block);
@@ -93,17 +93,17 @@ pub(crate) fn block_ops(block: MlirBlock) -> Vec<Op> {
     out
 }
 
-pub(crate) fn block_arguments(block: MlirBlock) -> Vec<Val> {
+pub fn block_arguments(block: MlirBlock) -> Vec<Val> {
     let n = unsafe { mlirBlockGetNumArguments(block) };
     (0..n).map(|i| unsafe { mlirBlockGetArgument(block, i) }).collect()
 }
 
-pub(crate) fn op_block(op: Op) -> MlirBlock {
+pub fn op_block(op: Op) -> MlirBlock {
     unsafe { mlirOperationGetBlock(op) }
 }
 
 /// Every op nested inside `op`'s regions (not `op` itself), in pre-order.
-pub(crate) fn nested_ops(op: Op) -> Vec<Op> {
+pub fn nested_ops(op: Op) -> Vec<Op> {
     let mut out = Vec::new();
     let mut stack = vec![op];
     while let Some(o) = stack.pop() {
@@ -120,23 +120,23 @@ pub(crate) fn nested_ops(op: Op) -> Vec<Op> {
     out
 }
 
-pub(crate) fn attribute(op: Op, name: &str) -> Option<MlirAttribute> {
+pub fn attribute(op: Op, name: &str) -> Option<MlirAttribute> {
     let c = CString::new(name).expect("attribute names have no NUL");
     let a = unsafe { mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString(c.as_ptr())) };
     (!a.ptr.is_null()).then_some(a)
 }
 
-pub(crate) fn string_attribute(op: Op, name: &str) -> Option<String> {
+pub fn string_attribute(op: Op, name: &str) -> Option<String> {
     let a = attribute(op, name)?;
     unsafe { mlirAttributeIsAString(a).then(|| string_ref_to_string(mlirStringAttrGetValue(a))) }
 }
 
-pub(crate) fn flat_symbol_attribute(op: Op, name: &str) -> Option<String> {
+pub fn flat_symbol_attribute(op: Op, name: &str) -> Option<String> {
     let a = attribute(op, name)?;
     unsafe { mlirAttributeIsAFlatSymbolRef(a).then(|| string_ref_to_string(mlirFlatSymbolRefAttrGetValue(a))) }
 }
 
-pub(crate) fn dense_i32_array(attr: MlirAttribute) -> Option<Vec<i32>> {
+pub fn dense_i32_array(attr: MlirAttribute) -> Option<Vec<i32>> {
     unsafe {
         if !mlirAttributeIsADenseI32Array(attr) {
             return None;
@@ -146,13 +146,13 @@ pub(crate) fn dense_i32_array(attr: MlirAttribute) -> Option<Vec<i32>> {
     }
 }
 
-pub(crate) fn attribute_text(attr: MlirAttribute) -> String {
+pub fn attribute_text(attr: MlirAttribute) -> String {
     let mut s = String::new();
     unsafe { mlirAttributePrint(attr, Some(append_to_string), &mut s as *mut String as *mut c_void) };
     s
 }
 
-pub(crate) fn set_unit_attribute(op: Op, name: &str) {
+pub fn set_unit_attribute(op: Op, name: &str) {
     let c = CString::new(name).expect("attribute names have no NUL");
     unsafe {
         let ctx = mlirOperationGetContext(op);
@@ -160,13 +160,13 @@ pub(crate) fn set_unit_attribute(op: Op, name: &str) {
     }
 }
 
-pub(crate) fn location(op: Op) -> MlirLocation {
+pub fn location(op: Op) -> MlirLocation {
     unsafe { mlirOperationGetLocation(op) }
 }
 
 /// `file:line:col` for a file location (or the file location a call-site, fused or named
 /// location wraps); the printed location otherwise.
-pub(crate) fn location_text(loc: MlirLocation) -> String {
+pub fn location_text(loc: MlirLocation) -> String {
     unsafe {
         if mlirLocationIsAFileLineColRange(loc) {
             let file = string_ref_to_string(mlirIdentifierStr(mlirLocationFileLineColRangeGetFilename(loc)));
@@ -192,47 +192,47 @@ pub(crate) fn location_text(loc: MlirLocation) -> String {
     }
 }
 
-pub(crate) fn call_site_location(callee: MlirLocation, caller: MlirLocation) -> MlirLocation {
+pub fn call_site_location(callee: MlirLocation, caller: MlirLocation) -> MlirLocation {
     unsafe { mlirLocationCallSiteGet(callee, caller) }
 }
 
-pub(crate) fn set_location(op: Op, loc: MlirLocation) {
+pub fn set_location(op: Op, loc: MlirLocation) {
     unsafe { mlirOperationSetLocation(op, loc) }
 }
 
-pub(crate) fn clone_op(op: Op) -> Op {
+pub fn clone_op(op: Op) -> Op {
     unsafe { mlirOperationClone(op) }
 }
 
-pub(crate) fn insert_before(block: MlirBlock, reference: Op, op: Op) {
+pub fn insert_before(block: MlirBlock, reference: Op, op: Op) {
     unsafe { mlirBlockInsertOwnedOperationBefore(block, reference, op) }
 }
 
-pub(crate) fn move_before(op: Op, reference: Op) {
+pub fn move_before(op: Op, reference: Op) {
     unsafe { mlirOperationMoveBefore(op, reference) }
 }
 
-pub(crate) fn erase(op: Op) {
+pub fn erase(op: Op) {
     unsafe {
         mlirOperationRemoveFromParent(op);
         mlirOperationDestroy(op);
     }
 }
 
-pub(crate) fn same_value(a: Val, b: Val) -> bool {
+pub fn same_value(a: Val, b: Val) -> bool {
     a.ptr == b.ptr
 }
 
-pub(crate) fn value_key(v: Val) -> usize {
+pub fn value_key(v: Val) -> usize {
     v.ptr as usize
 }
 
-pub(crate) fn op_key(op: Op) -> usize {
+pub fn op_key(op: Op) -> usize {
     op.ptr as usize
 }
 
 /// The size of a tensor type in bytes, or why it has none.
-pub(crate) enum TypeBytes {
+pub enum TypeBytes {
     /// Not a tensor: scalars, tokens, and other register-like values own no buffer.
     NotATensor,
     Static(u64),
@@ -242,7 +242,7 @@ pub(crate) enum TypeBytes {
     MemRef,
 }
 
-pub(crate) fn type_text(t: MlirType) -> String {
+pub fn type_text(t: MlirType) -> String {
     let mut s = String::new();
     unsafe { mlirTypePrint(t, Some(append_to_string), &mut s as *mut String as *mut c_void) };
     s
@@ -265,7 +265,7 @@ fn element_bytes(t: MlirType) -> Option<u64> {
     }
 }
 
-pub(crate) fn type_bytes(t: MlirType) -> TypeBytes {
+pub fn type_bytes(t: MlirType) -> TypeBytes {
     unsafe {
         if mlirTypeIsAMemRef(t) {
             return TypeBytes::MemRef;
@@ -290,7 +290,7 @@ pub(crate) fn type_bytes(t: MlirType) -> TypeBytes {
 }
 
 /// Static shape of a ranked tensor type (None otherwise).
-pub(crate) fn tensor_shape(t: MlirType) -> Option<Vec<u64>> {
+pub fn tensor_shape(t: MlirType) -> Option<Vec<u64>> {
     unsafe {
         if !mlirTypeIsARankedTensor(t) || !mlirShapedTypeHasStaticShape(t) {
             return None;
@@ -300,13 +300,13 @@ pub(crate) fn tensor_shape(t: MlirType) -> Option<Vec<u64>> {
     }
 }
 
-pub(crate) fn is_memref(t: MlirType) -> bool {
+pub fn is_memref(t: MlirType) -> bool {
     unsafe { mlirTypeIsAMemRef(t) }
 }
 
 /// Loop bounds of a linalg op's iteration space from its `indexing_maps`: each dimension that
 /// appears as a plain `d_k` result of some operand's map takes that operand's dimension size.
-pub(crate) fn iteration_volume(op: Op) -> Option<u64> {
+pub fn iteration_volume(op: Op) -> Option<u64> {
     let maps = attribute(op, "indexing_maps")?;
     unsafe {
         if !mlirAttributeIsAArray(maps) {

@@ -6,7 +6,7 @@
 //! are allowed, so MLIR 22 parses StableHLO without the dialect).
 
 mod import;
-mod ir;
+pub mod ir;
 mod ops;
 mod rewrite;
 
@@ -157,6 +157,13 @@ pub fn import(module: &Module, function: Option<&str>, options: &ImportOptions) 
     let module_op = module.as_operation().to_raw();
     let func = import::select_function(body, module_op, function)?;
     import::import_function(body, func, options)
+}
+
+/// The name of the function `import` would pick: `function` if given, else the module's one
+/// public function with a body (preferring `main`).
+pub fn select_function_name(module: &Module, function: Option<&str>) -> Result<String, MlirError> {
+    let func = import::select_function(module.body().to_raw(), module.as_operation().to_raw(), function)?;
+    Ok(ir::string_attribute(func, "sym_name").unwrap_or_default())
 }
 
 /// Imports from an operation: a `func.func` (planned itself) or a `builtin.module` (its

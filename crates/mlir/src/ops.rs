@@ -88,21 +88,29 @@ fn is_pure_alone(op: Op) -> bool {
 }
 
 /// Operand indices that are destination (`outs`) operands of a destination-passing op.
-/// linalg ops carry `operandSegmentSizes = [ins, outs]`; `linalg.fill` and every structured op
-/// follow that convention in both generic and pretty form.
+/// linalg ops with variadic inputs carry `operandSegmentSizes = [ins, outs]`; the others
+/// (`linalg.transpose`, `linalg.broadcast`, `linalg.map`, `linalg.reduce`, …) end with one
+/// init per tensor result. `tensor.insert_slice` and `tensor.insert` write into operand 1.
 pub(crate) fn destination_operands(op: Op) -> std::ops::Range<usize> {
     let name = ir::op_name(op);
-    if dialect(&name) != "linalg" {
+    match name.as_str() {
+        "tensor.insert_slice" | "tensor.insert" => return 1..2,
+        _ if dialect(&name) != "linalg" => return 0..0,
+        _ => {}
+    }
+    if let Some(segments) = ir::attribute(op, "operandSegmentSizes").and_then(ir::dense_i32_array) {
+        if segments.len() != 2 || segments.iter().any(|&s| s < 0) {
+            return 0..0;
+        }
+        let ins = segments[0] as usize;
+        return ins..ins + segments[1] as usize;
+    }
+    let operands = ir::operands(op).len();
+    let results = ir::results(op).len();
+    if results == 0 || results > operands {
         return 0..0;
     }
-    let Some(segments) = ir::attribute(op, "operandSegmentSizes").and_then(ir::dense_i32_array) else {
-        return 0..0;
-    };
-    if segments.len() != 2 || segments.iter().any(|&s| s < 0) {
-        return 0..0;
-    }
-    let ins = segments[0] as usize;
-    ins..ins + segments[1] as usize
+    operands - results..operands
 }
 
 fn elements(shape: &[u64]) -> f64 {

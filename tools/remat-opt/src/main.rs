@@ -59,6 +59,13 @@ struct Cli {
     /// Split the input at `// -----` lines and process each part on its own.
     #[arg(long = "split-input-file")]
     split_input_file: bool,
+    /// Lower the rewritten module to the LLVM dialect for a target (`cpu`), with every buffer
+    /// freed right after its last use (see `--print-lowering-pipeline`).
+    #[arg(long, value_name = "TARGET")]
+    lower: Option<String>,
+    /// Print the lowering pipeline for `--lower`'s target (default cpu) and exit.
+    #[arg(long = "print-lowering-pipeline")]
+    print_lowering_pipeline: bool,
 }
 
 /// A failure: diagnostics already formatted `file:line:col: error: …`.
@@ -97,7 +104,28 @@ fn main() -> ExitCode {
     }
 }
 
+fn lowering_target(cli: &Cli) -> Result<Option<remat_lower::Target>, Failure> {
+    cli.lower.as_deref().map(|t| t.parse::<remat_lower::Target>().map_err(|e| Failure(vec![format!("error: {e}")]))).transpose()
+}
+
+fn lower(cli: &Cli, context: &RematContext, module: &mut melior::ir::Module) -> Result<(), Failure> {
+    if let Some(target) = lowering_target(cli)? {
+        remat_lower::lower_to_llvm(context, module, target).map_err(|ds| {
+            let mut lines: Vec<String> = ds.iter().map(ToString::to_string).collect();
+            lines.push(format!("error: lowering to {target:?} failed").to_lowercase());
+            Failure(lines)
+        })?;
+    }
+    Ok(())
+}
+
 fn run(cli: &Cli) -> Result<(), Failure> {
+    if cli.print_lowering_pipeline {
+        let target = lowering_target(cli)?.unwrap_or(remat_lower::Target::Cpu);
+        println!("{}", remat_lower::pipeline(target));
+        return Ok(());
+    }
+    lowering_target(cli)?;
     let source_name = if cli.input == "-" { "<stdin>".to_string() } else { cli.input.clone() };
     let text = read_input(&cli.input).map_err(|e| error(&source_name, e))?;
     let options = RematOptions::from_strings(
@@ -202,6 +230,7 @@ fn process(cli: &Cli, options: &RematOptions, text: &str, source_name: &str, lin
     let mut module = context.parse(&padded, source_name).map_err(|ds| Failure(ds.iter().map(ToString::to_string).collect()))?;
     if let Some(pipeline) = &cli.pass_pipeline {
         remat_pass::register_remat_pass();
+        remat_lower::register_lowering_passes();
         let manager = melior::pass::PassManager::new(context.context());
         melior::utility::parse_pass_pipeline(manager.as_operation_pass_manager(), pipeline).map_err(|e| {
             let mut lines: Vec<String> = context.take_diagnostics().iter().map(ToString::to_string).collect();
@@ -215,6 +244,7 @@ fn process(cli: &Cli, options: &RematOptions, text: &str, source_name: &str, lin
             }
             return Err(Failure(lines));
         }
+        lower(cli, &context, &mut module)?;
         return Ok((module.as_operation().to_string(), None));
     }
     let imported = remat_mlir::import(&module, options.function.as_deref(), &ImportOptions { cost_model: options.cost_model })?;
@@ -230,6 +260,7 @@ fn process(cli: &Cli, options: &RematOptions, text: &str, source_name: &str, lin
                 lines.push(format!("{location}: error: internal error: the rewritten module does not verify"));
                 Failure(lines)
             })?;
+            lower(cli, &context, &mut module)?;
             let mut text = module.as_operation().to_string();
             if !text.ends_with('\n') {
                 text.push('\n');

@@ -1,0 +1,326 @@
+//! Host tensors: the step's inputs and outputs as bytes, with their element type and shape.
+
+use remat_graph::random::SplitMix64;
+use std::fmt;
+
+/// Element types a step may take or return.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ElementType {
+    F16,
+    BF16,
+    F32,
+    F64,
+    I1,
+    I8,
+    I16,
+    I32,
+    I64,
+}
+
+impl ElementType {
+    /// From MLIR's spelling (`f32`, `i64`, …); `i1` is stored as one byte.
+    pub fn from_mlir(text: &str) -> Option<Self> {
+        Some(match text {
+            "f16" => Self::F16,
+            "bf16" => Self::BF16,
+            "f32" => Self::F32,
+            "f64" => Self::F64,
+            "i1" => Self::I1,
+            "i8" | "ui8" | "si8" => Self::I8,
+            "i16" => Self::I16,
+            "i32" | "ui32" | "si32" => Self::I32,
+            "i64" | "ui64" | "si64" | "index" => Self::I64,
+            _ => return None,
+        })
+    }
+
+    /// Bytes per element.
+    pub fn bytes(self) -> usize {
+        match self {
+            Self::I1 | Self::I8 => 1,
+            Self::F16 | Self::BF16 | Self::I16 => 2,
+            Self::F32 | Self::I32 => 4,
+            Self::F64 | Self::I64 => 8,
+        }
+    }
+
+    /// NumPy's dtype string (`bf16` has none: stored as raw `<u2`).
+    pub fn npy_descr(self) -> &'static str {
+        match self {
+            Self::F16 => "<f2",
+            Self::BF16 => "<u2",
+            Self::F32 => "<f4",
+            Self::F64 => "<f8",
+            Self::I1 => "|b1",
+            Self::I8 => "|i1",
+            Self::I16 => "<i2",
+            Self::I32 => "<i4",
+            Self::I64 => "<i8",
+        }
+    }
+}
+
+impl fmt::Display for ElementType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            Self::F16 => "f16",
+            Self::BF16 => "bf16",
+            Self::F32 => "f32",
+            Self::F64 => "f64",
+            Self::I1 => "i1",
+            Self::I8 => "i8",
+            Self::I16 => "i16",
+            Self::I32 => "i32",
+            Self::I64 => "i64",
+        };
+        f.write_str(s)
+    }
+}
+
+/// The type of a statically shaped tensor argument or result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorSpec {
+    pub element: ElementType,
+    pub shape: Vec<usize>,
+}
+
+impl TensorSpec {
+    /// Parses `tensor<4x8xf32>` / `tensor<f32>` (or a `memref<…>` with the identity layout).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let inner = text
+            .strip_prefix("tensor<")
+            .or_else(|| text.strip_prefix("memref<"))
+            .and_then(|s| s.strip_suffix('>'))
+            .ok_or_else(|| format!("'{text}' is not a ranked tensor type"))?;
+        if inner.contains(',') {
+            return Err(format!("'{text}': encodings and layouts are not supported"));
+        }
+        let mut parts: Vec<&str> = inner.split('x').collect();
+        let element_text = parts.pop().unwrap_or("");
+        let element = ElementType::from_mlir(element_text).ok_or_else(|| format!("'{text}': element type '{element_text}' is not supported"))?;
+        let shape = parts
+            .iter()
+            .map(|d| d.parse::<usize>().map_err(|_| format!("'{text}' has a dynamic or malformed dimension")))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(TensorSpec { element, shape })
+    }
+
+    /// Number of elements.
+    pub fn elements(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Size in bytes.
+    pub fn bytes(&self) -> usize {
+        self.elements() * self.element.bytes()
+    }
+}
+
+impl fmt::Display for TensorSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("tensor<")?;
+        for d in &self.shape {
+            write!(f, "{d}x")?;
+        }
+        write!(f, "{}>", self.element)
+    }
+}
+
+/// A tensor in host memory: row-major, 64-byte aligned.
+#[derive(Clone)]
+pub struct HostTensor {
+    pub spec: TensorSpec,
+    storage: Vec<Aligned>,
+}
+
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Aligned([u8; 64]);
+
+impl HostTensor {
+    /// All zeros.
+    pub fn zeros(spec: TensorSpec) -> Self {
+        let blocks = spec.bytes().div_ceil(64).max(1);
+        HostTensor { spec, storage: vec![Aligned([0; 64]); blocks] }
+    }
+
+    /// Seeded random values: floats uniform in [-1, 1), integers uniform in [0, `int_bound`),
+    /// `i1` uniform in {0, 1}. The same generator state gives the same bytes on every platform.
+    pub fn random(spec: TensorSpec, rng: &mut SplitMix64, int_bound: u64) -> Self {
+        let mut t = Self::zeros(spec);
+        let element = t.spec.element;
+        let n = t.spec.elements();
+        let bytes = t.bytes_mut();
+        for i in 0..n {
+            let r = rng.next_u64();
+            // 24 random bits → a float in [-1, 1) that every float type holds exactly.
+            let x = ((r >> 40) as f64) / (1u64 << 23) as f64 - 1.0;
+            let k = if int_bound == 0 { 0 } else { r % int_bound };
+            let out = &mut bytes[i * element.bytes()..(i + 1) * element.bytes()];
+            match element {
+                ElementType::F32 => out.copy_from_slice(&(x as f32).to_le_bytes()),
+                ElementType::F64 => out.copy_from_slice(&x.to_le_bytes()),
+                // bf16: the f32's top half (truncated; random inputs need not be exact).
+                ElementType::BF16 => out.copy_from_slice(&(((x as f32).to_bits() >> 16) as u16).to_le_bytes()),
+                ElementType::F16 => out.copy_from_slice(&f32_to_f16_bits(x as f32).to_le_bytes()),
+                ElementType::I1 => out[0] = (r & 1) as u8,
+                ElementType::I8 => out[0] = k as u8,
+                ElementType::I16 => out.copy_from_slice(&(k as u16).to_le_bytes()),
+                ElementType::I32 => out.copy_from_slice(&(k as u32).to_le_bytes()),
+                ElementType::I64 => out.copy_from_slice(&k.to_le_bytes()),
+            }
+        }
+        t
+    }
+
+    /// The data, row-major.
+    pub fn bytes(&self) -> &[u8] {
+        let len = self.spec.bytes();
+        unsafe { std::slice::from_raw_parts(self.storage.as_ptr() as *const u8, len) }
+    }
+
+    /// The data, row-major, writable.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        let len = self.spec.bytes();
+        unsafe { std::slice::from_raw_parts_mut(self.storage.as_mut_ptr() as *mut u8, len) }
+    }
+
+    /// Pointer to the first element (for a memref descriptor).
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.storage.as_mut_ptr() as *mut u8
+    }
+
+    /// Element `i` as f64 (for reports; integers convert exactly up to 2^53).
+    pub fn value(&self, i: usize) -> f64 {
+        let e = self.spec.element;
+        let b = &self.bytes()[i * e.bytes()..(i + 1) * e.bytes()];
+        match e {
+            ElementType::F32 => f32::from_le_bytes(b.try_into().unwrap()) as f64,
+            ElementType::F64 => f64::from_le_bytes(b.try_into().unwrap()),
+            ElementType::BF16 => f32::from_bits((u16::from_le_bytes(b.try_into().unwrap()) as u32) << 16) as f64,
+            ElementType::F16 => f16_bits_to_f32(u16::from_le_bytes(b.try_into().unwrap())) as f64,
+            ElementType::I1 | ElementType::I8 => b[0] as i8 as f64,
+            ElementType::I16 => i16::from_le_bytes(b.try_into().unwrap()) as f64,
+            ElementType::I32 => i32::from_le_bytes(b.try_into().unwrap()) as f64,
+            ElementType::I64 => i64::from_le_bytes(b.try_into().unwrap()) as f64,
+        }
+    }
+}
+
+impl fmt::Debug for HostTensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "HostTensor({})", self.spec)
+    }
+}
+
+fn f32_to_f16_bits(x: f32) -> u16 {
+    // Values here are in [-1, 1): no overflow or NaN; subnormals flush to zero.
+    let bits = x.to_bits();
+    let sign = ((bits >> 16) & 0x8000) as u16;
+    let exponent = ((bits >> 23) & 0xff) as i32 - 127 + 15;
+    if exponent <= 0 {
+        return sign;
+    }
+    let mantissa = ((bits >> 13) & 0x3ff) as u16;
+    sign | ((exponent as u16) << 10) | mantissa
+}
+
+fn f16_bits_to_f32(h: u16) -> f32 {
+    let sign = ((h & 0x8000) as u32) << 16;
+    let exponent = ((h >> 10) & 0x1f) as u32;
+    let mantissa = (h & 0x3ff) as u32;
+    let bits = match exponent {
+        0 if mantissa == 0 => sign,
+        0 => return f32::from_bits(sign) + (mantissa as f32) * 2f32.powi(-24) * if sign != 0 { -1.0 } else { 1.0 },
+        31 => sign | 0x7f80_0000 | (mantissa << 13),
+        e => sign | ((e + 127 - 15) << 23) | (mantissa << 13),
+    };
+    f32::from_bits(bits)
+}
+
+/// How two tensors differ.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mismatch {
+    /// The types differ (then nothing else is compared).
+    pub types: Option<(TensorSpec, TensorSpec)>,
+    /// Elements whose bytes differ.
+    pub differing: usize,
+    /// The first of them (row-major index).
+    pub first: usize,
+    /// The largest absolute difference among them, as f64 (NaN if one side is NaN).
+    pub max_abs_diff: f64,
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some((a, b)) = &self.types {
+            return write!(f, "types differ: {a} vs {b}");
+        }
+        write!(f, "{} element(s) differ, first at index {}, max |difference| {:e}", self.differing, self.first, self.max_abs_diff)
+    }
+}
+
+/// Compares two tensors bit for bit; None when identical.
+pub fn compare(a: &HostTensor, b: &HostTensor) -> Option<Mismatch> {
+    if a.spec != b.spec {
+        return Some(Mismatch { types: Some((a.spec.clone(), b.spec.clone())), differing: 0, first: 0, max_abs_diff: f64::NAN });
+    }
+    let size = a.spec.element.bytes();
+    let mut mismatch: Option<Mismatch> = None;
+    for (i, (x, y)) in a.bytes().chunks(size).zip(b.bytes().chunks(size)).enumerate() {
+        if x != y {
+            let diff = (a.value(i) - b.value(i)).abs();
+            let m = mismatch.get_or_insert(Mismatch { types: None, differing: 0, first: i, max_abs_diff: 0.0 });
+            m.differing += 1;
+            m.max_abs_diff = if diff.is_nan() || m.max_abs_diff.is_nan() { f64::NAN } else { m.max_abs_diff.max(diff) };
+        }
+    }
+    mismatch
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_tensor_types() {
+        assert_eq!(TensorSpec::parse("tensor<4x8xf32>").unwrap(), TensorSpec { element: ElementType::F32, shape: vec![4, 8] });
+        assert_eq!(TensorSpec::parse("tensor<i32>").unwrap().shape, Vec::<usize>::new());
+        assert!(TensorSpec::parse("tensor<?x8xf32>").is_err());
+        assert!(TensorSpec::parse("tensor<4xcomplex<f32>>").is_err());
+        assert!(TensorSpec::parse("f32").is_err());
+        assert_eq!(TensorSpec::parse("tensor<2x3xi1>").unwrap().bytes(), 6);
+    }
+
+    #[test]
+    fn random_inputs_are_seeded_and_in_range() {
+        let spec = TensorSpec { element: ElementType::F32, shape: vec![100] };
+        let a = HostTensor::random(spec.clone(), &mut SplitMix64::new(7), 8);
+        let b = HostTensor::random(spec.clone(), &mut SplitMix64::new(7), 8);
+        let c = HostTensor::random(spec, &mut SplitMix64::new(8), 8);
+        assert!(compare(&a, &b).is_none());
+        assert!(compare(&a, &c).is_some());
+        assert!((0..100).all(|i| (-1.0..1.0).contains(&a.value(i))));
+        let ints = HostTensor::random(TensorSpec { element: ElementType::I32, shape: vec![50] }, &mut SplitMix64::new(1), 8);
+        assert!((0..50).all(|i| (0.0..8.0).contains(&ints.value(i))));
+        assert_eq!(a.storage.as_ptr() as usize % 64, 0);
+    }
+
+    #[test]
+    fn compare_reports_differences() {
+        let spec = TensorSpec { element: ElementType::F32, shape: vec![3] };
+        let a = HostTensor::random(spec.clone(), &mut SplitMix64::new(1), 8);
+        let mut b = a.clone();
+        b.bytes_mut()[4..8].copy_from_slice(&2.5f32.to_le_bytes());
+        let m = compare(&a, &b).unwrap();
+        assert_eq!((m.differing, m.first), (1, 1));
+        assert!((m.max_abs_diff - (2.5 - a.value(1)).abs()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn f16_round_trips_simple_values() {
+        for x in [0.0f32, 0.5, -0.75, 0.125] {
+            assert_eq!(f16_bits_to_f32(f32_to_f16_bits(x)), x);
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! Lowering a (rewritten) training step to the LLVM dialect, so that it runs with the peak the
+//! plan promised.
+//!
+//! * [`cpu_pipeline`] — the textual pipeline, one place: StableHLO leftovers to upstream
+//!   dialects, one-shot bufferization, ownership-based deallocation, then
+//!   [`place_deallocs`](place_deallocs::place_deallocs) to free each buffer right after its
+//!   last use, then loops and LLVM. No pass that merges ops (CSE) runs on tensors.
+//! * [`lower_to_llvm`] — runs it on a module.
+//! * [`register_lowering_passes`] — puts `remat-place-deallocs` and `remat-lower-stablehlo` in
+//!   MLIR's pass registry so textual pipelines (and `remat-opt --pass-pipeline`) can name them.
+//!
+//! Allocation accounting: `finalize-memref-to-llvm{use-generic-functions=1}` makes every buffer
+//! allocation a call to `_mlir_memref_to_llvm_aligned_alloc(alignment, size)` and every free a
+//! call to `_mlir_memref_to_llvm_free`, which `remat-runtime` provides and counts. `size` is
+//! the buffer's exact byte size (no padding), so the count is the memory model's bytes.
+
+pub mod jit;
+pub mod place_deallocs;
+pub mod stablehlo;
+
+pub use jit::{signature, Jit, StepSignature};
+
+use melior::ir::Module;
+use melior::pass::PassManager;
+use remat_mlir::{MlirError, RematContext};
+
+/// Where the step runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The host CPU, through the LLVM dialect.
+    Cpu,
+}
+
+impl std::str::FromStr for Target {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "cpu" => Ok(Target::Cpu),
+            "gpu" => Err("--lower=gpu is not implemented yet (only cpu)".into()),
+            other => Err(format!("unknown lowering target '{other}' (expected cpu)")),
+        }
+    }
+}
+
+/// Tensor → buffers, with deallocations right after last uses.
+const BUFFERIZE: &str = "remat-lower-stablehlo,\
+one-shot-bufferize{bufferize-function-boundaries=1 function-boundary-type-conversion=identity-layout-map buffer-alignment=0 allow-return-allocs-from-loops=1},\
+expand-realloc,ownership-based-buffer-deallocation,canonicalize,buffer-deallocation-simplification,\
+bufferization-lower-deallocations,canonicalize,func.func(remat-place-deallocs)";
+
+/// Buffers → LLVM on the host. The generic allocation functions let a runner count bytes.
+const CPU_TO_LLVM: &str = "convert-linalg-to-loops,convert-scf-to-cf,expand-strided-metadata,lower-affine,\
+finalize-memref-to-llvm{use-generic-functions=1},convert-arith-to-llvm,\
+convert-math-to-llvm,convert-math-to-libm,convert-index-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts";
+
+/// The whole lowering pipeline for `target`, as a textual pass pipeline on `builtin.module`.
+pub fn pipeline(target: Target) -> String {
+    match target {
+        Target::Cpu => format!("builtin.module({BUFFERIZE},{CPU_TO_LLVM})"),
+    }
+}
+
+/// Shorthand for `pipeline(Target::Cpu)`.
+pub fn cpu_pipeline() -> String {
+    pipeline(Target::Cpu)
+}
+
+/// Lowers `module` in place to the LLVM dialect for `target`.
+pub fn lower_to_llvm(context: &RematContext, module: &mut Module, target: Target) -> Result<(), Vec<MlirError>> {
+    register_lowering_passes();
+    jit::prepare_functions(module);
+    run_pipeline(context, module, &pipeline(target))
+}
+
+/// Runs a textual pipeline (on `builtin.module`) on `module`, collecting its diagnostics.
+pub fn run_pipeline(context: &RematContext, module: &mut Module, pipeline: &str) -> Result<(), Vec<MlirError>> {
+    register_lowering_passes();
+    context.take_diagnostics();
+    let manager = PassManager::new(context.context());
+    let parsed = melior::utility::parse_pass_pipeline(manager.as_operation_pass_manager(), pipeline);
+    if let Err(e) = parsed {
+        let mut d = context.take_diagnostics();
+        d.push(MlirError { location: None, message: format!("invalid pass pipeline '{pipeline}': {e}") });
+        return Err(d);
+    }
+    match manager.run(module) {
+        Ok(()) => Ok(()),
+        Err(_) => {
+            let mut d = context.take_diagnostics();
+            if d.is_empty() {
+                d.push(MlirError { location: None, message: "the lowering pipeline failed".into() });
+            }
+            Err(d)
+        }
+    }
+}
+
+unsafe extern "C" {
+    fn rematRegisterLoweringPasses(
+        place_deallocs: unsafe extern "C" fn(mlir_sys::MlirOperation) -> bool,
+        lower_stablehlo: unsafe extern "C" fn(mlir_sys::MlirOperation) -> bool,
+    );
+}
+
+fn emit_error(op: mlir_sys::MlirOperation, error: &MlirError) {
+    let message = std::ffi::CString::new(error.message.replace('\0', " ")).expect("NUL removed");
+    unsafe { mlir_sys::mlirEmitError(mlir_sys::mlirOperationGetLocation(op), message.as_ptr()) };
+}
+
+/// Runs `body` without unwinding into C++; a panic or an error becomes a diagnostic on `op`.
+fn guarded(op: mlir_sys::MlirOperation, pass: &str, body: impl FnOnce() -> Result<(), MlirError>) -> bool {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(Ok(())) => true,
+        Ok(Err(e)) => {
+            if let Some(loc) = &e.location {
+                tracing::debug!(location = %loc, "{pass} failed");
+            }
+            emit_error(op, &e);
+            false
+        }
+        Err(_) => {
+            emit_error(op, &MlirError { location: None, message: format!("internal error in {pass} (panic)") });
+            false
+        }
+    }
+}
+
+unsafe extern "C" fn place_deallocs_callback(op: mlir_sys::MlirOperation) -> bool {
+    guarded(op, "remat-place-deallocs", || {
+        let stats = place_deallocs::place_deallocs(op);
+        tracing::debug!(deallocs = stats.deallocs, moved = stats.moved, "remat-place-deallocs");
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn lower_stablehlo_callback(op: mlir_sys::MlirOperation) -> bool {
+    guarded(op, "remat-lower-stablehlo", || stablehlo::lower_stablehlo(op).map(|_| ()))
+}
+
+/// Registers `remat-place-deallocs` and `remat-lower-stablehlo`, and every upstream pass the
+/// pipelines name, in MLIR's global pass registry. Idempotent.
+pub fn register_lowering_passes() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        melior::utility::register_all_passes();
+        unsafe { rematRegisterLoweringPasses(place_deallocs_callback, lower_stablehlo_callback) }
+    });
+}

@@ -1,0 +1,147 @@
+//! `remat-lower-stablehlo`: lower the StableHLO ops that `stablehlo-legalize-to-linalg` leaves
+//! in real JAX training steps to upstream dialects (TOOLCHAIN.md, "StableHLO"):
+//!
+//! * `stablehlo.optimization_barrier` (from `jax.checkpoint`) — its results are its operands;
+//!   the barrier only constrains XLA's scheduler, which is not in the loop here.
+//! * `stablehlo.while` (from `lax.scan`, `lax.fori_loop`) — `scf.while` with the same regions:
+//!   the condition's `stablehlo.return %p : tensor<i1>` becomes `tensor.extract` +
+//!   `scf.condition`, the body's `stablehlo.return` becomes `scf.yield`.
+//! * `stablehlo.scatter` (integer-label losses, embedding gradients) — see [`scatter`].
+//!
+//! MLIR 22 has no StableHLO dialect, so these ops are unregistered and read in generic form;
+//! any other StableHLO op left is an error naming it and its location.
+
+mod scatter;
+
+use mlir_sys::*;
+use remat_mlir::ir::{self, Op, Val};
+use remat_mlir::MlirError;
+use std::ffi::CString;
+
+/// What the pass lowered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoweringStats {
+    pub barriers: usize,
+    pub whiles: usize,
+    pub scatters: usize,
+}
+
+/// Lowers every leftover StableHLO op nested in `root`; fails on any StableHLO op it cannot
+/// lower (and changes nothing then).
+pub fn lower_stablehlo(root: Op) -> Result<LoweringStats, MlirError> {
+    let all = ir::nested_ops(root);
+    // Check first, so a failure leaves the IR untouched.
+    for &op in &all {
+        let name = ir::op_name(op);
+        if name.starts_with("stablehlo.") && !matches!(name.as_str(), "stablehlo.optimization_barrier" | "stablehlo.while" | "stablehlo.scatter" | "stablehlo.return") {
+            return Err(error_at(op, format!("'{name}' is not supported by the CPU lowering (only stablehlo.scatter, stablehlo.while and stablehlo.optimization_barrier may be left after stablehlo-legalize-to-linalg)")));
+        }
+        if name == "stablehlo.scatter" {
+            scatter::ScatterPlan::analyze(op)?;
+        }
+    }
+    let mut stats = LoweringStats::default();
+    for &op in &all {
+        match ir::op_name(op).as_str() {
+            "stablehlo.optimization_barrier" => {
+                for (result, operand) in ir::results(op).into_iter().zip(ir::operands(op)) {
+                    ir::replace_all_uses(result, operand);
+                }
+                ir::erase(op);
+                stats.barriers += 1;
+            }
+            "stablehlo.while" => {
+                lower_while(op)?;
+                stats.whiles += 1;
+            }
+            "stablehlo.scatter" => {
+                scatter::lower_scatter(op)?;
+                stats.scatters += 1;
+            }
+            _ => {}
+        }
+    }
+    Ok(stats)
+}
+
+pub(crate) fn error_at(op: Op, message: impl Into<String>) -> MlirError {
+    let location = ir::location_text(ir::location(op));
+    MlirError { location: (!location.is_empty() && location != "loc(unknown)").then_some(location), message: message.into() }
+}
+
+/// Creates an operation (not inserted anywhere).
+pub(crate) fn create_op(name: &str, location: MlirLocation, operands: &[Val], results: &[MlirType], regions: Vec<MlirRegion>) -> Op {
+    let c_name = CString::new(name).expect("op names have no NUL");
+    unsafe {
+        let mut state = mlirOperationStateGet(mlirStringRefCreateFromCString(c_name.as_ptr()), location);
+        mlirOperationStateAddOperands(&mut state, operands.len() as isize, operands.as_ptr());
+        mlirOperationStateAddResults(&mut state, results.len() as isize, results.as_ptr());
+        mlirOperationStateAddOwnedRegions(&mut state, regions.len() as isize, regions.as_ptr());
+        mlirOperationCreate(&mut state)
+    }
+}
+
+/// Inserts `op` right before `reference` (in `reference`'s block).
+pub(crate) fn insert_before(reference: Op, op: Op) -> Op {
+    ir::insert_before(ir::op_block(reference), reference, op);
+    op
+}
+
+fn result_types(op: Op) -> Vec<MlirType> {
+    ir::results(op).into_iter().map(ir::value_type).collect()
+}
+
+/// The single block of region `index` of `op`, checked.
+fn single_block(op: Op, index: usize, what: &str) -> Result<MlirBlock, MlirError> {
+    let regions = ir::regions(op);
+    let blocks = regions.get(index).map(|&r| ir::blocks(r)).unwrap_or_default();
+    match blocks.as_slice() {
+        [b] => Ok(*b),
+        _ => Err(error_at(op, format!("expected the {what} region to have exactly one block"))),
+    }
+}
+
+/// The last op of `block` (MLIR cannot tell that an unregistered op is a terminator).
+fn terminator(block: MlirBlock) -> Op {
+    ir::block_ops(block).last().copied().unwrap_or(Op { ptr: std::ptr::null_mut() })
+}
+
+fn lower_while(op: Op) -> Result<(), MlirError> {
+    let location = ir::location(op);
+    let condition = single_block(op, 0, "condition")?;
+    let body = single_block(op, 1, "body")?;
+    let cond_return = terminator(condition);
+    let body_return = terminator(body);
+    if cond_return.ptr.is_null() || body_return.ptr.is_null() || ir::op_name(cond_return) != "stablehlo.return" || ir::op_name(body_return) != "stablehlo.return" {
+        return Err(error_at(op, "stablehlo.while regions must end in stablehlo.return"));
+    }
+    let [predicate] = ir::operands(cond_return)[..] else {
+        return Err(error_at(cond_return, "the condition of stablehlo.while must return one tensor<i1>"));
+    };
+
+    // Condition: tensor<i1> -> i1, then scf.condition(%p) with the region's arguments.
+    let i1 = unsafe { mlirIntegerTypeGet(mlirOperationGetContext(op), 1) };
+    let extract = insert_before(cond_return, create_op("tensor.extract", ir::location(cond_return), &[predicate], &[i1], vec![]));
+    let mut forwarded = vec![ir::results(extract)[0]];
+    forwarded.extend(ir::block_arguments(condition));
+    insert_before(cond_return, create_op("scf.condition", ir::location(cond_return), &forwarded, &[], vec![]));
+    ir::erase(cond_return);
+    // Body: stablehlo.return -> scf.yield.
+    insert_before(body_return, create_op("scf.yield", ir::location(body_return), &ir::operands(body_return), &[], vec![]));
+    ir::erase(body_return);
+
+    let regions: Vec<MlirRegion> = ir::regions(op)
+        .into_iter()
+        .map(|old| unsafe {
+            let new = mlirRegionCreate();
+            mlirRegionTakeBody(new, old);
+            new
+        })
+        .collect();
+    let scf_while = insert_before(op, create_op("scf.while", location, &ir::operands(op), &result_types(op), regions));
+    for (old, new) in ir::results(op).into_iter().zip(ir::results(scf_while)) {
+        ir::replace_all_uses(old, new);
+    }
+    ir::erase(op);
+    Ok(())
+}
