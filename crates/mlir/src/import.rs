@@ -5,7 +5,8 @@
 //! give every destination-passing op its own `tensor.empty` / `linalg.fill` init (a `cse` run
 //! shares them; inits it hoisted out of regions go back in), and dissolve `stablehlo.optimization_barrier`s (`jax.checkpoint` puts them
 //! there to stop XLA from merging recomputations; the barrier's results are its operands, and
-//! remat-opt plans recomputation itself and never merges it away). All keep the program's
+//! remat-opt plans recomputation itself and never merges it away), and point uses of a loop's
+//! invariant results at its operands. All keep the program's
 //! meaning.
 //! Phase 2 of 3: *group* ops into nodes: a destination-passing op with the init ops that
 //! produce its `outs` is one node, so they are moved and cloned together.
@@ -218,6 +219,18 @@ fn untie_shared_inits(body: MlirBlock) {
     }
 }
 
+/// Points the uses of a `stablehlo.while`'s loop-invariant results at the loop's operands
+/// (the same values), so liveness sees what bufferization does: one buffer, not two.
+fn forward_loop_invariants(body: MlirBlock) {
+    for op in ir::block_ops(body) {
+        let operands = ir::operands(op);
+        let results = ir::results(op);
+        for i in ops::loop_invariant_results(op) {
+            ir::replace_all_uses(results[i], operands[i]);
+        }
+    }
+}
+
 /// Replaces every top-level `stablehlo.optimization_barrier` by its operands.
 fn dissolve_optimization_barriers(body: MlirBlock) {
     for op in ir::block_ops(body) {
@@ -242,6 +255,7 @@ pub(crate) fn import_function(module_body: MlirBlock, func: Op, options: &Import
     sink_captured_inits(body);
     untie_shared_inits(body);
     dissolve_optimization_barriers(body);
+    forward_loop_invariants(body);
 
     let all_ops = ir::block_ops(body);
     let (terminator, body_ops) = all_ops.split_last().ok_or_else(|| error_at(func, "function body is empty"))?;
@@ -311,7 +325,11 @@ pub(crate) fn import_function(module_body: MlirBlock, func: Op, options: &Import
             }
         }
         let mut bytes = 0u64;
+        let invariant = ops::loop_invariant_results(main);
         for (k, r) in ir::results(main).into_iter().enumerate() {
+            if invariant.contains(&k) {
+                continue;
+            }
             bytes = bytes.saturating_add(static_bytes(r, main, &format!("result #{k} of '{main_name}'"))?);
         }
         let view_source = if ops::is_view(&main_name) {

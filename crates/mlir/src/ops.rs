@@ -87,6 +87,26 @@ fn is_pure_alone(op: Op) -> bool {
     }
 }
 
+/// Results of a `stablehlo.while` that the body passes through unchanged (it returns its block
+/// argument `i` as value `i`): loop invariants, equal to operand `i`. Bufferization gives them
+/// the operand's buffer, so they own no memory.
+pub(crate) fn loop_invariant_results(op: Op) -> Vec<usize> {
+    if ir::op_name(op) != "stablehlo.while" {
+        return Vec::new();
+    }
+    let Some(&body_region) = ir::regions(op).get(1) else { return Vec::new() };
+    let Some(&body) = ir::blocks(body_region).first() else { return Vec::new() };
+    let Some(&yield_op) = ir::block_ops(body).last() else { return Vec::new() };
+    let arguments = ir::block_arguments(body);
+    let results = ir::results(op).len();
+    ir::operands(yield_op)
+        .into_iter()
+        .enumerate()
+        .filter(|&(i, v)| i < results && arguments.get(i).is_some_and(|&a| ir::same_value(a, v)))
+        .map(|(i, _)| i)
+        .collect()
+}
+
 /// Operand indices that are destination (`outs`) operands of a destination-passing op.
 /// linalg ops with variadic inputs carry `operandSegmentSizes = [ins, outs]`; the others
 /// (`linalg.transpose`, `linalg.broadcast`, `linalg.map`, `linalg.reduce`, …) end with one

@@ -49,7 +49,7 @@ expand-realloc,ownership-based-buffer-deallocation,canonicalize,buffer-deallocat
 bufferization-lower-deallocations,canonicalize,func.func(remat-place-deallocs)";
 
 /// Buffers → LLVM on the host. The generic allocation functions let a runner count bytes.
-const CPU_TO_LLVM: &str = "convert-linalg-to-loops,convert-scf-to-cf,expand-strided-metadata,lower-affine,\
+const CPU_TO_LLVM: &str = "convert-bufferization-to-memref,convert-linalg-to-loops,convert-scf-to-cf,expand-strided-metadata,lower-affine,\
 finalize-memref-to-llvm{use-generic-functions=1},convert-arith-to-llvm,\
 convert-math-to-llvm,convert-math-to-libm,convert-index-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts";
 
@@ -112,10 +112,10 @@ fn guarded(op: mlir_sys::MlirOperation, pass: &str, body: impl FnOnce() -> Resul
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
         Ok(Ok(())) => true,
         Ok(Err(e)) => {
-            if let Some(loc) = &e.location {
-                tracing::debug!(location = %loc, "{pass} failed");
+            // An empty message: the diagnostic was emitted already.
+            if !e.message.is_empty() {
+                emit_error(op, &e);
             }
-            emit_error(op, &e);
             false
         }
         Err(_) => {
@@ -134,7 +134,17 @@ unsafe extern "C" fn place_deallocs_callback(op: mlir_sys::MlirOperation) -> boo
 }
 
 unsafe extern "C" fn lower_stablehlo_callback(op: mlir_sys::MlirOperation) -> bool {
-    guarded(op, "remat-lower-stablehlo", || stablehlo::lower_stablehlo(op).map(|_| ()))
+    guarded(op, "remat-lower-stablehlo", || match stablehlo::lower_stablehlo(op) {
+        Ok(stats) => {
+            tracing::debug!(?stats, "remat-lower-stablehlo");
+            Ok(())
+        }
+        // Emitted at the op itself, where the user can find it.
+        Err(e) => {
+            emit_error(e.op, &MlirError { location: None, message: e.message });
+            Err(MlirError { location: None, message: String::new() })
+        }
+    })
 }
 
 /// Registers `remat-place-deallocs` and `remat-lower-stablehlo`, and every upstream pass the

@@ -28,7 +28,7 @@ pub struct LoweringStats {
 
 /// Lowers every leftover StableHLO op nested in `root`; fails on any StableHLO op it cannot
 /// lower (and changes nothing then).
-pub fn lower_stablehlo(root: Op) -> Result<LoweringStats, MlirError> {
+pub fn lower_stablehlo(root: Op) -> Result<LoweringStats, OpError> {
     let all = ir::nested_ops(root);
     // Check first, so a failure leaves the IR untouched.
     for &op in &all {
@@ -64,9 +64,23 @@ pub fn lower_stablehlo(root: Op) -> Result<LoweringStats, MlirError> {
     Ok(stats)
 }
 
-pub(crate) fn error_at(op: Op, message: impl Into<String>) -> MlirError {
-    let location = ir::location_text(ir::location(op));
-    MlirError { location: (!location.is_empty() && location != "loc(unknown)").then_some(location), message: message.into() }
+/// An error at an op (so the pass can emit its diagnostic there).
+#[derive(Debug)]
+pub struct OpError {
+    pub op: Op,
+    pub message: String,
+}
+
+impl OpError {
+    /// As an [`MlirError`] with the op's location.
+    pub fn to_mlir_error(&self) -> MlirError {
+        let location = ir::location_text(ir::location(self.op));
+        MlirError { location: (!location.is_empty() && location != "loc(unknown)").then_some(location), message: self.message.clone() }
+    }
+}
+
+pub(crate) fn error_at(op: Op, message: impl Into<String>) -> OpError {
+    OpError { op, message: message.into() }
 }
 
 /// Creates an operation (not inserted anywhere).
@@ -92,7 +106,7 @@ fn result_types(op: Op) -> Vec<MlirType> {
 }
 
 /// The single block of region `index` of `op`, checked.
-fn single_block(op: Op, index: usize, what: &str) -> Result<MlirBlock, MlirError> {
+fn single_block(op: Op, index: usize, what: &str) -> Result<MlirBlock, OpError> {
     let regions = ir::regions(op);
     let blocks = regions.get(index).map(|&r| ir::blocks(r)).unwrap_or_default();
     match blocks.as_slice() {
@@ -106,7 +120,7 @@ fn terminator(block: MlirBlock) -> Op {
     ir::block_ops(block).last().copied().unwrap_or(Op { ptr: std::ptr::null_mut() })
 }
 
-fn lower_while(op: Op) -> Result<(), MlirError> {
+fn lower_while(op: Op) -> Result<(), OpError> {
     let location = ir::location(op);
     let condition = single_block(op, 0, "condition")?;
     let body = single_block(op, 1, "body")?;

@@ -21,10 +21,9 @@
 //! bufferization allocates exactly the scatter's result bytes, as the memory model says: never
 //! an in-place update of the operand that the model would not know about.
 
-use super::{create_op, error_at};
+use super::{create_op, error_at, OpError};
 use mlir_sys::*;
 use remat_mlir::ir::{self, Op, Val};
-use remat_mlir::MlirError;
 use std::collections::HashMap;
 use std::ffi::CString;
 
@@ -71,7 +70,7 @@ fn field(text: &str, key: &str) -> Option<Vec<i64>> {
 }
 
 impl ScatterPlan {
-    pub(crate) fn analyze(op: Op) -> Result<ScatterPlan, MlirError> {
+    pub(crate) fn analyze(op: Op) -> Result<ScatterPlan, OpError> {
         let operands = ir::operands(op);
         if operands.len() != 3 || ir::results(op).len() != 1 {
             return Err(error_at(op, "stablehlo.scatter with several inputs is not supported by the CPU lowering"));
@@ -219,7 +218,7 @@ impl Builder {
 const CMPI_SLE: i64 = 3;
 const CMPI_SGE: i64 = 5;
 
-pub(crate) fn lower_scatter(op: Op) -> Result<(), MlirError> {
+pub(crate) fn lower_scatter(op: Op) -> Result<(), OpError> {
     let plan = ScatterPlan::analyze(op)?;
     let [input, indices, updates] = ir::operands(op)[..] else { unreachable!("checked by analyze") };
     let result_type = ir::value_type(ir::results(op)[0]);
@@ -265,7 +264,7 @@ fn set_segments(op: Op, sizes: &[i32]) {
 /// One `scf.for` per dimension of `updates`, carrying the result tensor; the innermost body
 /// applies one update. Returns the outermost loop's result.
 #[allow(clippy::too_many_arguments)]
-fn build_loops(b: &Builder, plan: &ScatterPlan, update_region: MlirRegion, indices: Val, updates: Val, acc: Val, tensor: MlirType, ivs: &mut Vec<Val>) -> Result<Val, MlirError> {
+fn build_loops(b: &Builder, plan: &ScatterPlan, update_region: MlirRegion, indices: Val, updates: Val, acc: Val, tensor: MlirType, ivs: &mut Vec<Val>) -> Result<Val, OpError> {
     let depth = ivs.len();
     if depth == plan.updates_shape.len() {
         return apply_update(b, plan, update_region, indices, updates, acc, tensor, ivs);
@@ -292,7 +291,7 @@ fn build_loops(b: &Builder, plan: &ScatterPlan, update_region: MlirRegion, indic
 
 /// result[start + window] = f(result[…], updates[ivs]) when the window fits.
 #[allow(clippy::too_many_arguments)]
-fn apply_update(b: &Builder, plan: &ScatterPlan, update_region: MlirRegion, indices: Val, updates: Val, acc: Val, tensor: MlirType, ivs: &[Val]) -> Result<Val, MlirError> {
+fn apply_update(b: &Builder, plan: &ScatterPlan, update_region: MlirRegion, indices: Val, updates: Val, acc: Val, tensor: MlirType, ivs: &[Val]) -> Result<Val, OpError> {
     let index = b.index_type();
     let operand_rank = plan.operand_shape.len();
     let indices_rank = plan.indices_shape.len();
@@ -348,7 +347,7 @@ fn apply_update(b: &Builder, plan: &ScatterPlan, update_region: MlirRegion, indi
     }
 
     let element = unsafe { mlirShapedTypeGetElementType(tensor) };
-    let update = |inner: &Builder| -> Result<Val, MlirError> {
+    let update = |inner: &Builder| -> Result<Val, OpError> {
         let mut operands = vec![acc];
         operands.extend(&full_index);
         let old = inner.op("tensor.extract", &operands, &[element]);
@@ -384,12 +383,12 @@ fn new_region() -> (MlirBlock, MlirRegion) {
 
 /// Evaluates the update computation on scalars: its two arguments (0-d tensors) are `old` and
 /// `new`; 0-d StableHLO arithmetic and 0-d `linalg.generic`/`linalg.map` ops become scalar ops.
-fn scalar_update(b: &Builder, region: MlirRegion, old: Val, new: Val) -> Result<Val, MlirError> {
+fn scalar_update(b: &Builder, region: MlirRegion, old: Val, new: Val) -> Result<Val, OpError> {
     let block = ir::blocks(region)[0];
     let args = ir::block_arguments(block);
     // Tensor values of the region (0-d) → their scalar.
     let mut scalars: HashMap<usize, Val> = HashMap::from([(ir::value_key(args[0]), old), (ir::value_key(args[1]), new)]);
-    let lookup = |scalars: &HashMap<usize, Val>, v: Val, at: Op| -> Result<Val, MlirError> {
+    let lookup = |scalars: &HashMap<usize, Val>, v: Val, at: Op| -> Result<Val, OpError> {
         match scalars.get(&ir::value_key(v)) {
             Some(&s) => Ok(s),
             // A scalar from outside the region (a constant, say) is used as it is.
@@ -436,7 +435,7 @@ fn scalar_update(b: &Builder, region: MlirRegion, old: Val, new: Val) -> Result<
 }
 
 /// A 0-d `linalg.generic`/`linalg.map`: clone its scalar body with its inputs mapped.
-fn inline_scalar_body(b: &Builder, op: Op, scalars: &HashMap<usize, Val>) -> Result<Val, MlirError> {
+fn inline_scalar_body(b: &Builder, op: Op, scalars: &HashMap<usize, Val>) -> Result<Val, OpError> {
     let operands = ir::operands(op);
     let block = ir::blocks(ir::regions(op)[0])[0];
     let args = ir::block_arguments(block);
@@ -470,7 +469,7 @@ fn inline_scalar_body(b: &Builder, op: Op, scalars: &HashMap<usize, Val>) -> Res
 }
 
 /// 0-d StableHLO arithmetic on scalars.
-fn stablehlo_scalar(b: &Builder, op: Op, name: &str, inputs: &[Val]) -> Result<Val, MlirError> {
+fn stablehlo_scalar(b: &Builder, op: Op, name: &str, inputs: &[Val]) -> Result<Val, OpError> {
     let t = ir::value_type(inputs[0]);
     let float = unsafe { mlirTypeIsAFloat(t) };
     let arith = match (name, float) {

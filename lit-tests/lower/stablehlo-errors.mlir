@@ -1,0 +1,24 @@
+// RUN: not remat-opt %s --split-input-file --pass-pipeline='builtin.module(remat-lower-stablehlo)' 2>&1 | FileCheck %s
+
+// Other StableHLO ops are not lowered: the error names the op and its location.
+// CHECK: stablehlo-errors.mlir:[[@LINE+2]]:{{[0-9]+}}: error: 'stablehlo.sort' is not supported by the CPU lowering
+func.func @sort(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %r = "stablehlo.sort"(%a) ({
+  ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+    %c = tensor.empty() : tensor<i1>
+    "stablehlo.return"(%c) : (tensor<i1>) -> ()
+  }) {dimension = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// A scatter with several inputs is not supported.
+// CHECK: stablehlo-errors.mlir:[[@LINE+2]]:{{[0-9]+}}: error: stablehlo.scatter with several inputs is not supported by the CPU lowering
+func.func @two_inputs(%a: tensor<4xf32>, %b: tensor<4xf32>, %i: tensor<1x1xi32>, %u: tensor<1xf32>) -> tensor<4xf32> {
+  %r:2 = "stablehlo.scatter"(%a, %b, %i, %u, %u) <{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}> ({
+  ^bb0(%x: tensor<f32>, %y: tensor<f32>, %z: tensor<f32>, %w: tensor<f32>):
+    "stablehlo.return"(%x, %y) : (tensor<f32>, tensor<f32>) -> ()
+  }) : (tensor<4xf32>, tensor<4xf32>, tensor<1x1xi32>, tensor<1xf32>, tensor<1xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return %r#0 : tensor<4xf32>
+}

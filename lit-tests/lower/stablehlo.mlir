@@ -1,0 +1,78 @@
+// RUN: remat-opt %s --split-input-file --pass-pipeline='builtin.module(remat-lower-stablehlo)' | FileCheck %s
+// RUN: remat-opt %s --split-input-file --pass-pipeline='builtin.module(remat-lower-stablehlo)' | mlir-opt --split-input-file -o /dev/null
+
+// A barrier's results are its operands.
+// CHECK-LABEL: func.func @barrier
+// CHECK-NOT:     stablehlo
+// CHECK:         return %arg0, %arg1
+func.func @barrier(%a: tensor<4xf32>, %b: tensor<2xf32>) -> (tensor<4xf32>, tensor<2xf32>) {
+  %r:2 = "stablehlo.optimization_barrier"(%a, %b) : (tensor<4xf32>, tensor<2xf32>) -> (tensor<4xf32>, tensor<2xf32>)
+  return %r#0, %r#1 : tensor<4xf32>, tensor<2xf32>
+}
+
+// -----
+
+// while → scf.while: the condition's tensor<i1> is extracted for scf.condition; the body
+// yields what it returned.
+// CHECK-LABEL: func.func @counted_loop
+// CHECK:         %[[R:.*]]:2 = scf.while (%[[I:.*]] = %{{.*}}, %[[X:.*]] = %arg0) : (tensor<i32>, tensor<4xf32>) -> (tensor<i32>, tensor<4xf32>) {
+// CHECK:           %[[P:.*]] = tensor.extract %{{.*}}[] : tensor<i1>
+// CHECK-NEXT:      scf.condition(%[[P]]) %[[I]], %[[X]] : tensor<i32>, tensor<4xf32>
+// CHECK:         } do {
+// CHECK:           scf.yield %{{.*}}, %{{.*}} : tensor<i32>, tensor<4xf32>
+// CHECK:         return %[[R]]#1
+func.func @counted_loop(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %zero = arith.constant dense<0> : tensor<i32>
+  %r:2 = "stablehlo.while"(%zero, %x) ({
+  ^bb0(%i: tensor<i32>, %v: tensor<4xf32>):
+    %n = arith.constant dense<3> : tensor<i32>
+    %e = tensor.empty() : tensor<i1>
+    %p = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []}
+        ins(%i, %n : tensor<i32>, tensor<i32>) outs(%e : tensor<i1>) {
+    ^bb0(%a: i32, %b: i32, %o: i1):
+      %c = arith.cmpi slt, %a, %b : i32
+      linalg.yield %c : i1
+    } -> tensor<i1>
+    "stablehlo.return"(%p) : (tensor<i1>) -> ()
+  }, {
+  ^bb0(%i: tensor<i32>, %v: tensor<4xf32>):
+    %one = arith.constant dense<1> : tensor<i32>
+    %i1 = arith.addi %i, %one : tensor<i32>
+    %v2 = arith.addf %v, %v : tensor<4xf32>
+    "stablehlo.return"(%i1, %v2) : (tensor<i32>, tensor<4xf32>) -> ()
+  }) : (tensor<i32>, tensor<4xf32>) -> (tensor<i32>, tensor<4xf32>)
+  return %r#1 : tensor<4xf32>
+}
+
+// -----
+
+// scatter → a fresh copy of the operand, then one scf.for per update dimension; the index is
+// read from the indices, bounds-checked, and the update computation (a 0-d linalg.generic
+// after legalization) runs on scalars.
+// CHECK-LABEL: func.func @scatter_add_rows
+// CHECK:         %[[E:.*]] = tensor.empty() : tensor<4x3xf32>
+// CHECK-NEXT:    %[[COPY:.*]] = linalg.copy ins(%arg0 : tensor<4x3xf32>) outs(%[[E]] : tensor<4x3xf32>)
+// CHECK:         scf.for %[[U0:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC0:.*]] = %[[COPY]]) -> (tensor<4x3xf32>) {
+// CHECK:           scf.for %[[U1:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[ACC0]]) -> (tensor<4x3xf32>) {
+// CHECK:             %[[RAW:.*]] = tensor.extract %arg1[%[[U0]], %{{.*}}] : tensor<3x1xi32>
+// CHECK-NEXT:        %[[ROW:.*]] = arith.index_cast %[[RAW]] : i32 to index
+// CHECK:             scf.if
+// CHECK:               %[[OLD:.*]] = tensor.extract %[[ACC]]
+// CHECK-NEXT:          %[[NEW:.*]] = tensor.extract %arg2[%[[U0]], %[[U1]]]
+// CHECK-NEXT:          %[[SUM:.*]] = arith.addf %[[OLD]], %[[NEW]]
+// CHECK-NEXT:          tensor.insert %[[SUM]] into %[[ACC]]
+// CHECK-NOT:     stablehlo
+func.func @scatter_add_rows(%operand: tensor<4x3xf32>, %indices: tensor<3x1xi32>, %updates: tensor<3x3xf32>) -> tensor<4x3xf32> {
+  %e = tensor.empty() : tensor<f32>
+  %r = "stablehlo.scatter"(%operand, %indices, %updates) <{indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, unique_indices = false}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []}
+        ins(%a, %b : tensor<f32>, tensor<f32>) outs(%e : tensor<f32>) {
+    ^bb0(%x: f32, %y: f32, %o: f32):
+      %z = arith.addf %x, %y : f32
+      linalg.yield %z : f32
+    } -> tensor<f32>
+    "stablehlo.return"(%s) : (tensor<f32>) -> ()
+  }) : (tensor<4x3xf32>, tensor<3x1xi32>, tensor<3x3xf32>) -> tensor<4x3xf32>
+  return %r : tensor<4x3xf32>
+}
