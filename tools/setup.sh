@@ -23,4 +23,4 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 
 echo "setup: building remat-opt"
-cargo build --quiet -p remat-opt
+cargo build --quiet -p remat-opt -p remat-run

@@ -40,9 +40,15 @@ pub fn lower_stablehlo(root: Op) -> Result<LoweringStats, OpError> {
             scatter::ScatterPlan::analyze(op)?;
         }
     }
+    // Only the ops to lower, named now: lowering a scatter destroys the ops in its region.
+    let targets: Vec<(Op, String)> = all
+        .into_iter()
+        .map(|op| (op, ir::op_name(op)))
+        .filter(|(_, name)| matches!(name.as_str(), "stablehlo.optimization_barrier" | "stablehlo.while" | "stablehlo.scatter"))
+        .collect();
     let mut stats = LoweringStats::default();
-    for &op in &all {
-        match ir::op_name(op).as_str() {
+    for (op, name) in targets {
+        match name.as_str() {
             "stablehlo.optimization_barrier" => {
                 for (result, operand) in ir::results(op).into_iter().zip(ir::operands(op)) {
                     ir::replace_all_uses(result, operand);
@@ -54,11 +60,10 @@ pub fn lower_stablehlo(root: Op) -> Result<LoweringStats, OpError> {
                 lower_while(op)?;
                 stats.whiles += 1;
             }
-            "stablehlo.scatter" => {
+            _ => {
                 scatter::lower_scatter(op)?;
                 stats.scatters += 1;
             }
-            _ => {}
         }
     }
     Ok(stats)
