@@ -125,7 +125,9 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         println!("{}", remat_lower::pipeline(target));
         return Ok(());
     }
-    lowering_target(cli)?;
+    if lowering_target(cli)?.is_some() && cli.emit != Emit::Mlir {
+        return Err(Failure(vec!["error: --lower writes a module; it cannot be combined with --emit=graph-json or --emit=schedule-json".into()]));
+    }
     let source_name = if cli.input == "-" { "<stdin>".to_string() } else { cli.input.clone() };
     let text = read_input(&cli.input).map_err(|e| error(&source_name, e))?;
     let options = RematOptions::from_strings(

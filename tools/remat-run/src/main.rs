@@ -189,9 +189,9 @@ fn run(cli: &Cli) -> Result<bool, Failure> {
         if let Some(o) = &original {
             doc["original"] = serde_json::json!({"peak_bytes": o.run.counts.peak_bytes, "seconds": o.run.seconds});
         }
-        println!("{}", serde_json::to_string(&doc).expect("JSON values serialize"));
+        print_out(&serde_json::to_string(&doc).expect("JSON values serialize"));
     } else {
-        println!("{}", table(cli, &step, original.as_ref(), outputs_match));
+        print_out(&table(cli, &step, original.as_ref(), outputs_match));
     }
     for p in &problems {
         eprintln!("error: {p}");
@@ -219,6 +219,12 @@ fn table(cli: &Cli, step: &Measured, original: Option<&Measured>, outputs_match:
     };
     rows.push(("outputs".into(), outputs));
     rows.iter().map(|(k, v)| format!("{k:<17} {v}")).collect::<Vec<_>>().join("\n")
+}
+
+/// Prints a line to stdout; a closed pipe (`remat-run … | head`) is not an error.
+fn print_out(text: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
 }
 
 fn human(bytes: u64) -> String {
