@@ -10,9 +10,10 @@
 //!   MLIR's pass registry so textual pipelines (and `remat-opt --pass-pipeline`) can name them.
 //!
 //! Allocation accounting: `finalize-memref-to-llvm{use-generic-functions=1}` makes every buffer
-//! allocation a call to `_mlir_memref_to_llvm_aligned_alloc(alignment, size)` and every free a
-//! call to `_mlir_memref_to_llvm_free`, which `remat-runtime` provides and counts. `size` is
-//! the buffer's exact byte size (no padding), so the count is the memory model's bytes.
+//! allocation a call to `_mlir_memref_to_llvm_alloc(size)` and every free a call to
+//! `_mlir_memref_to_llvm_free`, which `remat-runtime` provides and counts. Bufferization runs
+//! with `buffer-alignment=0`, so `size` is the buffer's exact byte size (an aligned allocation
+//! would be padded to a multiple of its alignment) and the count is the memory model's bytes.
 
 pub mod jit;
 pub mod place_deallocs;
