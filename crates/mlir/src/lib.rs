@@ -150,6 +150,12 @@ impl RematContext {
     }
 }
 
+/// Emits `error` as an MLIR error diagnostic at `op`'s location (what a pass does on failure).
+pub fn emit_error(op: mlir_sys::MlirOperation, error: &MlirError) {
+    let message = std::ffi::CString::new(error.message.replace('\0', " ")).expect("NUL removed");
+    unsafe { mlir_sys::mlirEmitError(mlir_sys::mlirOperationGetLocation(op), message.as_ptr()) };
+}
+
 /// Finds the function to plan (`function`, or the module's public one) and imports it.
 /// Normalizes the function in place first (inlines private calls, unties shared init ops).
 pub fn import(module: &Module, function: Option<&str>, options: &ImportOptions) -> Result<ImportedFunction, MlirError> {

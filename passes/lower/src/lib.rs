@@ -1,7 +1,7 @@
 //! Lowering a (rewritten) training step to the LLVM dialect, so that it runs with the peak the
 //! plan promised.
 //!
-//! * [`cpu_pipeline`] — the textual pipeline, one place: StableHLO leftovers to upstream
+//! * [`pipeline`] — the textual pipeline, one place: StableHLO leftovers to upstream
 //!   dialects, one-shot bufferization, ownership-based deallocation, then
 //!   [`place_deallocs`](place_deallocs::place_deallocs) to free each buffer right after its
 //!   last use, then loops and LLVM. No pass that merges ops (CSE) runs on tensors.
@@ -23,7 +23,7 @@ pub use jit::{signature, Jit, StepSignature};
 
 use melior::ir::Module;
 use melior::pass::PassManager;
-use remat_mlir::{MlirError, RematContext};
+use remat_mlir::{emit_error, MlirError, RematContext};
 
 /// Where the step runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,11 +59,6 @@ pub fn pipeline(target: Target) -> String {
     match target {
         Target::Cpu => format!("builtin.module({BUFFERIZE},{CPU_TO_LLVM})"),
     }
-}
-
-/// Shorthand for `pipeline(Target::Cpu)`.
-pub fn cpu_pipeline() -> String {
-    pipeline(Target::Cpu)
 }
 
 /// Lowers `module` in place to the LLVM dialect for `target`.
@@ -103,10 +98,6 @@ unsafe extern "C" {
     );
 }
 
-fn emit_error(op: mlir_sys::MlirOperation, error: &MlirError) {
-    let message = std::ffi::CString::new(error.message.replace('\0', " ")).expect("NUL removed");
-    unsafe { mlir_sys::mlirEmitError(mlir_sys::mlirOperationGetLocation(op), message.as_ptr()) };
-}
 
 /// Runs `body` without unwinding into C++; a panic or an error becomes a diagnostic on `op`.
 fn guarded(op: mlir_sys::MlirOperation, pass: &str, body: impl FnOnce() -> Result<(), MlirError>) -> bool {

@@ -15,7 +15,7 @@ pub use report::Report;
 use melior::pass::{create_external, ExternalPass, Pass, RunExternalPass};
 use melior::ir::OperationRef;
 use melior::ContextRef;
-use remat_mlir::{apply_schedule, ImportOptions, ImportedFunction, MlirError};
+use remat_mlir::{apply_schedule, emit_error, ImportOptions, ImportedFunction, MlirError};
 use remat_planners::{plan_within_budget, MeasuredPlan};
 
 /// A function planned (not yet rewritten): the graph, the plan, and its report.
@@ -80,10 +80,6 @@ impl<'c> RunExternalPass<'c> for RematExternalPass {
     }
 }
 
-fn emit_error(op: mlir_sys::MlirOperation, error: &MlirError) {
-    let message = std::ffi::CString::new(error.message.replace('\0', " ")).expect("NUL removed");
-    unsafe { mlir_sys::mlirEmitError(mlir_sys::mlirOperationGetLocation(op), message.as_ptr()) };
-}
 
 /// The remat pass as a melior [`Pass`], to add to a `PassManager` (on `func.func`, or on
 /// the module).

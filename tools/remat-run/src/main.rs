@@ -1,7 +1,7 @@
 //! `remat-run`: execute a training step on the CPU and measure it (DESIGN.md, "Command line").
 //!
 //! The step is a tensor-level module (what `remat-opt` writes; lowered here with
-//! `remat_lower::cpu_pipeline`) or one already lowered by `remat-opt --lower=cpu`. Inputs are
+//! `remat_lower::pipeline`) or one already lowered by `remat-opt --lower=cpu`. Inputs are
 //! seeded random tensors; every buffer the step allocates goes through the counting allocator
 //! of `remat-runtime`, so the printed peak is the measured one. With `--compare-with`, the
 //! original step runs on the same inputs and every output is compared bit for bit.

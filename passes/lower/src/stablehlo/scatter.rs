@@ -299,7 +299,6 @@ fn apply_update(b: &Builder, plan: &ScatterPlan, update_region: MlirRegion, indi
     // Coordinates of `u` along the update scatter dims pick the index batch position.
     let scatter_ivs: Vec<Val> = (0..plan.updates_shape.len()).filter(|d| !plan.update_window_dims.contains(&(*d as i64))).map(|d| ivs[d]).collect();
     let mut full_index = vec![b.index(0); operand_rank];
-    let vector_len = plan.scatter_dims_to_operand_dims.len();
     for (k, &operand_dim) in plan.scatter_dims_to_operand_dims.iter().enumerate() {
         let mut position = Vec::with_capacity(indices_rank);
         let mut batch = scatter_ivs.iter();
@@ -316,7 +315,6 @@ fn apply_update(b: &Builder, plan: &ScatterPlan, update_region: MlirRegion, indi
         let raw = b.op("tensor.extract", &operands, &[element]);
         let start = if unsafe { mlirTypeIsAIndex(element) } { raw } else { b.op("arith.index_cast", &[raw], &[index]) };
         full_index[operand_dim as usize] = start;
-        debug_assert!(k < vector_len);
     }
 
     // In bounds: 0 <= start[d] <= operand[d] - window[d] for every dimension.
