@@ -37,6 +37,9 @@ pub struct Node {
     /// May be executed more than once. Impure nodes execute exactly once.
     pub pure: bool,
     /// The node is a view of this predecessor: it owns no memory and keeps its source live.
+    /// An impure view is an *in-place update*: it writes its result into its source's buffer
+    /// (`tensor.insert_slice` into a destination nothing else reads), so it runs once and its
+    /// source's storage cannot be recomputed once it has run.
     pub view_of: Option<NodeId>,
     /// Part of the backward pass (from graph JSON; informational).
     pub backward: bool,
@@ -226,8 +229,10 @@ impl GraphBuilder {
                     return Err(GraphError::ViewSourceNotInput { node, name: self.nodes[i].name.clone(), view_source: source });
                 }
                 // Keeps the memory model simple and exact: re-making a view after its source
-                // is recomputed never revives another buffer.
-                for &p in preds.iter().filter(|&&p| p != source) {
+                // is recomputed never revives another buffer. In-place updates (impure views)
+                // are never re-made, so they may read anything.
+                let in_place_update = !self.nodes[i].pure;
+                for &p in preds.iter().filter(|&&p| p != source && !in_place_update) {
                     let holds_memory = !self.nodes[p.index()].argument
                         && (self.nodes[p.index()].bytes > 0 || self.nodes[p.index()].view_of.is_some());
                     if holds_memory {

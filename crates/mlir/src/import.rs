@@ -1,7 +1,8 @@
 //! MLIR function → [`Graph`].
 //!
 //! Phase 1 of 3: *normalize* the function in place — inline calls to private functions (JAX
-//! exports are full of them; MLIR 22's own inliner crashes beside unregistered region ops), and
+//! exports are full of them; MLIR 22's own inliner crashes beside unregistered region ops),
+//! unroll loops whose trip count is static ([`crate::unroll`]), and
 //! give every destination-passing op its own `tensor.empty` / `linalg.fill` init (a `cse` run
 //! shares them; inits it hoisted out of regions go back in), and dissolve `stablehlo.optimization_barrier`s (`jax.checkpoint` puts them
 //! there to stop XLA from merging recomputations; the barrier's results are its operands, and
@@ -15,6 +16,7 @@
 
 use crate::ir::{self, Op, Val};
 use crate::ops;
+use crate::unroll;
 use crate::{CostModel, MlirError};
 use indexmap::IndexMap;
 use mlir_sys::{MlirBlock, MlirOperation};
@@ -33,6 +35,8 @@ pub struct ImportedFunction {
     pub(crate) body: MlirBlock,
     pub(crate) terminator: MlirOperation,
     pub(crate) func: MlirOperation,
+    /// Loops left as single nodes, each with why (see [`crate::unroll`]): warnings.
+    pub warnings: Vec<MlirError>,
 }
 
 impl ImportedFunction {
@@ -43,10 +47,22 @@ impl ImportedFunction {
 }
 
 /// Options for [`import_function`].
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ImportOptions {
     /// How to estimate the cost of a node.
     pub cost_model: CostModel,
+    /// `stablehlo.while` loops with a static trip count up to this are unrolled (0: none).
+    pub unroll_limit: usize,
+}
+
+/// Default of [`ImportOptions::unroll_limit`]: a scan over a long sequence unrolls, a loop
+/// that would add millions of ops does not.
+pub const DEFAULT_UNROLL_LIMIT: usize = 1024;
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        ImportOptions { cost_model: CostModel::default(), unroll_limit: DEFAULT_UNROLL_LIMIT }
+    }
 }
 
 pub(crate) fn error_at(op: Op, message: impl Into<String>) -> MlirError {
@@ -219,6 +235,49 @@ fn untie_shared_inits(body: MlirBlock) {
     }
 }
 
+/// Makes every destination that is a computed value (not an init op, an argument or a
+/// constant — those bufferize to a fresh buffer or a copy already) behave the same in every
+/// order, as the memory model needs:
+///
+/// * written in place: a destination used only by this op, made by an op that owns its
+///   buffer. One-shot bufferization then always writes into it, so the op is an *in-place
+///   update*: a view of its destination in the graph, executed once (a second execution
+///   would need the overwritten value). Returned as (op, destination) pairs.
+/// * copied: any other destination gets a fresh `bufferization.alloc_tensor copy(…)` init,
+///   which bufferization always allocates; left to itself it would write in place or copy
+///   depending on whether a later op still reads the destination, which depends on the
+///   schedule.
+fn isolate_computed_destinations(body: MlirBlock) -> IndexMap<usize, Val> {
+    let mut in_place = IndexMap::new();
+    for op in ir::block_ops(body) {
+        let destinations = ops::destination_operands(op);
+        let single = destinations.len() == 1 && ir::results(op).len() == 1;
+        for n in destinations {
+            let dest = ir::operands(op)[n];
+            let Some((producer, _)) = ir::defining_op(dest) else { continue };
+            let producer_name = ir::op_name(producer);
+            if ops::is_init(&producer_name) || ops::is_constant(&producer_name) {
+                continue;
+            }
+            let owns_buffer = is_top_level_in(producer, body) && !ops::is_view(&producer_name);
+            if single && owns_buffer && ir::uses(dest).len() == 1 {
+                in_place.insert(ir::op_key(op), dest);
+                continue;
+            }
+            let copy = ir::create_op(
+                "bufferization.alloc_tensor",
+                &[dest],
+                &[ir::value_type(dest)],
+                &[("operandSegmentSizes", ir::dense_i32_array_attribute(op, &[0, 1, 0]))],
+                ir::location(op),
+            );
+            ir::insert_before(body, op, copy);
+            ir::set_operand(op, n, ir::results(copy)[0]);
+        }
+    }
+    in_place
+}
+
 /// Points the uses of a `stablehlo.while`'s loop-invariant results at the loop's operands
 /// (the same values), so liveness sees what bufferization does: one buffer, not two.
 fn forward_loop_invariants(body: MlirBlock) {
@@ -252,10 +311,16 @@ pub(crate) fn import_function(module_body: MlirBlock, func: Op, options: &Import
     let name = ir::string_attribute(func, "sym_name").unwrap_or_default();
     let body = single_block(func)?;
     inline_private_calls(module_body, body)?;
+    let (unrolled, warnings) = unroll::unroll_static_loops(body, options.unroll_limit);
+    if unrolled > 0 {
+        // Bodies of StableHLO loops call private functions too.
+        inline_private_calls(module_body, body)?;
+    }
     sink_captured_inits(body);
     untie_shared_inits(body);
     dissolve_optimization_barriers(body);
     forward_loop_invariants(body);
+    let in_place = isolate_computed_destinations(body);
 
     let all_ops = ir::block_ops(body);
     let (terminator, body_ops) = all_ops.split_last().ok_or_else(|| error_at(func, "function body is empty"))?;
@@ -332,10 +397,11 @@ pub(crate) fn import_function(module_body: MlirBlock, func: Op, options: &Import
             }
             bytes = bytes.saturating_add(static_bytes(r, main, &format!("result #{k} of '{main_name}'"))?);
         }
+        let in_place_destination = in_place.get(&ir::op_key(main)).copied();
         let view_source = if ops::is_view(&main_name) {
             ir::operands(main).first().and_then(|&v| value_node.get(&ir::value_key(v)).copied())
         } else {
-            None
+            in_place_destination.and_then(|v| value_node.get(&ir::value_key(v)).copied())
         };
         let constant = ops::is_constant(&main_name);
         if constant || view_source.is_some() {
@@ -347,7 +413,7 @@ pub(crate) fn import_function(module_body: MlirBlock, func: Op, options: &Import
         };
         let pure = group.iter().all(|&op| ops::is_pure(op));
         let mut spec = NodeSpec::op(node_name(main, node), bytes, cost).origin(main_name, Some(ir::location_text(ir::location(main))));
-        if !pure {
+        if !pure || in_place_destination.is_some() {
             spec = spec.impure();
         }
         if let Some(source) = view_source {
@@ -367,7 +433,7 @@ pub(crate) fn import_function(module_body: MlirBlock, func: Op, options: &Import
     let graph = builder.finish().map_err(|e| error_at(func, format!("internal error building the graph: {e}")))?;
     let order = graph.topological_schedule();
     debug_assert!(order.iter().enumerate().all(|(i, n)| n.index() == argument_count + i));
-    Ok(ImportedFunction { name, graph, order, groups, body, terminator, func })
+    Ok(ImportedFunction { name, graph, order, groups, body, terminator, func, warnings })
 }
 
 fn node_name(main: Op, node: NodeId) -> String {

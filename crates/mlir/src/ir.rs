@@ -342,3 +342,81 @@ pub fn iteration_volume(op: Op) -> Option<u64> {
         Some(bounds.iter().map(|b| b.unwrap_or(1)).product())
     }
 }
+
+/// The op that defines `v` and the result number, or `None` for a block argument.
+pub fn defining_op(v: Val) -> Option<(Op, usize)> {
+    unsafe { mlirValueIsAOpResult(v).then(|| (mlirOpResultGetOwner(v), mlirOpResultGetResultNumber(v) as usize)) }
+}
+
+/// The element type of a shaped type, or the type itself.
+pub fn element_type(t: MlirType) -> MlirType {
+    unsafe {
+        if mlirTypeIsAShaped(t) {
+            mlirShapedTypeGetElementType(t)
+        } else {
+            t
+        }
+    }
+}
+
+/// Bit width of an integer type (64 for `index`), `None` for any other type.
+pub fn integer_width(t: MlirType) -> Option<u32> {
+    unsafe {
+        if mlirTypeIsAInteger(t) {
+            Some(mlirIntegerTypeGetWidth(t))
+        } else if mlirTypeIsAIndex(t) {
+            Some(64)
+        } else {
+            None
+        }
+    }
+}
+
+/// The integer an integer, bool or splat dense attribute holds.
+pub fn integer_attribute_value(attr: MlirAttribute) -> Option<i64> {
+    unsafe {
+        if mlirAttributeIsAInteger(attr) {
+            Some(mlirIntegerAttrGetValueInt(attr))
+        } else if mlirAttributeIsABool(attr) {
+            Some(mlirBoolAttrGetValue(attr) as i64)
+        } else if mlirAttributeIsADenseElements(attr) && mlirDenseElementsAttrIsSplat(attr) {
+            integer_attribute_value(mlirDenseElementsAttrGetSplatValue(attr))
+        } else {
+            None
+        }
+    }
+}
+
+/// Creates (unattached) `name` with one result of type `t` holding the integer `value`:
+/// an integer attribute for a scalar type, a splat for a tensor type.
+pub fn create_integer_constant(name: &str, t: MlirType, value: i64, loc: MlirLocation) -> Op {
+    unsafe {
+        let scalar = mlirIntegerAttrGet(element_type(t), value);
+        let attr = if mlirTypeIsAShaped(t) { mlirDenseElementsAttrSplatGet(t, scalar) } else { scalar };
+        create_op(name, &[], &[t], &[("value", attr)], loc)
+    }
+}
+
+/// Creates (unattached) a region-free op `name` from operands, result types and attributes.
+pub fn create_op(name: &str, operands: &[Val], result_types: &[MlirType], attributes: &[(&str, MlirAttribute)], loc: MlirLocation) -> Op {
+    let op_name = CString::new(name).expect("op names have no NUL");
+    unsafe {
+        let ctx = mlirLocationGetContext(loc);
+        let mut state = mlirOperationStateGet(mlirStringRefCreateFromCString(op_name.as_ptr()), loc);
+        mlirOperationStateAddOperands(&mut state, operands.len() as isize, operands.as_ptr());
+        mlirOperationStateAddResults(&mut state, result_types.len() as isize, result_types.as_ptr());
+        let names: Vec<CString> = attributes.iter().map(|(n, _)| CString::new(*n).expect("attribute names have no NUL")).collect();
+        let named: Vec<MlirNamedAttribute> = names
+            .iter()
+            .zip(attributes)
+            .map(|(n, (_, a))| mlirNamedAttributeGet(mlirIdentifierGet(ctx, mlirStringRefCreateFromCString(n.as_ptr())), *a))
+            .collect();
+        mlirOperationStateAddAttributes(&mut state, named.len() as isize, named.as_ptr());
+        mlirOperationCreate(&mut state)
+    }
+}
+
+/// `array<i32: …>` in `op`'s context.
+pub fn dense_i32_array_attribute(op: Op, values: &[i32]) -> MlirAttribute {
+    unsafe { mlirDenseI32ArrayGet(mlirOperationGetContext(op), values.len() as isize, values.as_ptr()) }
+}

@@ -9,8 +9,9 @@ mod import;
 pub mod ir;
 mod ops;
 mod rewrite;
+mod unroll;
 
-pub use import::{ImportOptions, ImportedFunction};
+pub use import::{ImportOptions, ImportedFunction, DEFAULT_UNROLL_LIMIT};
 pub use rewrite::{apply_schedule, RewriteStats, RECOMPUTE_ATTRIBUTE};
 
 use melior::{

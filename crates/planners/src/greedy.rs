@@ -117,6 +117,9 @@ struct State<'g> {
     root: Vec<NodeId>,
     /// Roots that must be resident at the end (an output, or the source of an output view).
     output_root: Vec<bool>,
+    /// Roots an in-place update (impure view) writes into: their storage holds the update's
+    /// result, which recomputing the root would not bring back, so they are never evicted.
+    updated_root: Vec<bool>,
     /// Steps of the input order not yet executed that read this root.
     remaining_uses: Vec<u32>,
     /// Pending recomputations (of evicted values) that will read this root.
@@ -158,6 +161,10 @@ impl<'g> State<'g> {
         for o in graph.outputs() {
             output_root[root[o.index()].index()] = true;
         }
+        let mut updated_root = vec![false; n];
+        for id in graph.ids().filter(|&id| !graph.node(id).pure && graph.node(id).view_of.is_some()) {
+            updated_root[root[id.index()].index()] = true;
+        }
         let mut remaining_uses = vec![0u32; n];
         for &step in order {
             for r in &storage_inputs[step.index()] {
@@ -170,6 +177,7 @@ impl<'g> State<'g> {
             storage_inputs,
             root,
             output_root,
+            updated_root,
             remaining_uses,
             pending: vec![0; n],
             materialized: vec![false; n],
@@ -300,7 +308,7 @@ impl<'g> State<'g> {
         if epoch == self.round {
             return known;
         }
-        let mut ok = self.graph.node(a).pure;
+        let mut ok = self.graph.node(a).pure && !self.updated_root[a.index()];
         if ok {
             for i in 0..self.storage_inputs[a.index()].len() {
                 let b = self.storage_inputs[a.index()][i];
@@ -321,7 +329,7 @@ impl<'g> State<'g> {
         for index in 0..self.live.len() {
             let c = self.live[index];
             let node = self.graph.node(c);
-            if self.protected[c.index()] > 0 || !node.pure || node.bytes == 0 || c == current {
+            if self.protected[c.index()] > 0 || !node.pure || self.updated_root[c.index()] || node.bytes == 0 || c == current {
                 continue;
             }
             let dead_inputs_recomputable = (0..self.storage_inputs[c.index()].len()).all(|i| {

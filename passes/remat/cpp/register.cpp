@@ -20,7 +20,8 @@ extern "C" {
 /// (after emitting a diagnostic on `op`).
 typedef bool (*RematRunCallback)(MlirOperation op, MlirStringRef strategy,
                                  MlirStringRef budget, MlirStringRef function,
-                                 MlirStringRef costModel);
+                                 MlirStringRef costModel,
+                                 MlirStringRef unrollLimit);
 }
 
 namespace {
@@ -55,6 +56,11 @@ struct RematPass : public mlir::PassWrapper<RematPass, mlir::OperationPass<>> {
       *this, "cost-model",
       llvm::cl::desc("Cost model: estimate or unit"),
       llvm::cl::init("estimate")};
+  Option<std::string> unrollLimit{
+      *this, "unroll-limit",
+      llvm::cl::desc("Unroll stablehlo.while loops with a static trip count up "
+                     "to this before planning (0: none; empty: the default)"),
+      llvm::cl::init("")};
 
   void runOnOperation() override {
     auto ref = [](const std::string &s) {
@@ -62,7 +68,8 @@ struct RematPass : public mlir::PassWrapper<RematPass, mlir::OperationPass<>> {
     };
     if (!rematCallback ||
         !rematCallback(wrap(getOperation()), ref(strategy), ref(budget),
-                       ref(function), ref(costModel)))
+                       ref(function), ref(costModel),
+                       ref(unrollLimit)))
       signalPassFailure();
   }
 };

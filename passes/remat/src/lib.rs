@@ -15,7 +15,7 @@ pub use report::Report;
 use melior::pass::{create_external, ExternalPass, Pass, RunExternalPass};
 use melior::ir::OperationRef;
 use melior::ContextRef;
-use remat_mlir::{apply_schedule, emit_error, ImportOptions, ImportedFunction, MlirError};
+use remat_mlir::{apply_schedule, emit_error, ImportedFunction, MlirError};
 use remat_planners::{plan_within_budget, MeasuredPlan};
 
 /// A function planned (not yet rewritten): the graph, the plan, and its report.
@@ -52,8 +52,10 @@ pub fn plan_function(imported: ImportedFunction, options: &RematOptions) -> Resu
 /// # Safety
 /// `op` must be a live operation, not concurrently modified.
 pub unsafe fn run_on_operation(op: mlir_sys::MlirOperation, options: &RematOptions) -> Result<Report, MlirError> {
-    let import_options = ImportOptions { cost_model: options.cost_model };
-    let imported = unsafe { remat_mlir::import_operation(op, options.function.as_deref(), &import_options)? };
+    let imported = unsafe { remat_mlir::import_operation(op, options.function.as_deref(), &options.import_options())? };
+    for warning in &imported.warnings {
+        tracing::warn!("{}", warning.message);
+    }
     let location = imported.location();
     let planned = plan_function(imported, options).map_err(|message| MlirError { location: location.clone(), message })?;
     apply_schedule(&planned.imported, &planned.plan.schedule).map_err(|e| MlirError { location, message: e.to_string() })?;
@@ -104,6 +106,7 @@ unsafe extern "C" {
         mlir_sys::MlirStringRef,
         mlir_sys::MlirStringRef,
         mlir_sys::MlirStringRef,
+        mlir_sys::MlirStringRef,
     ) -> bool);
 }
 
@@ -120,8 +123,15 @@ unsafe extern "C" fn registered_pass_callback(
     budget: mlir_sys::MlirStringRef,
     function: mlir_sys::MlirStringRef,
     cost_model: mlir_sys::MlirStringRef,
+    unroll_limit: mlir_sys::MlirStringRef,
 ) -> bool {
-    let options = match RematOptions::from_strings(&string_of(strategy), &string_of(budget), &string_of(function), &string_of(cost_model)) {
+    let options = match RematOptions::from_strings(
+        &string_of(strategy),
+        &string_of(budget),
+        &string_of(function),
+        &string_of(cost_model),
+        &string_of(unroll_limit),
+    ) {
         Ok(o) => o,
         Err(message) => {
             emit_error(op, &MlirError { location: None, message });

@@ -7,7 +7,7 @@
 use clap::{Parser, ValueEnum};
 use remat_graph::json;
 use remat_graph::{Graph, NodeId};
-use remat_mlir::{ImportOptions, MlirError, RematContext};
+use remat_mlir::{MlirError, RematContext};
 use remat_pass::{plan_function, RematOptions, Report};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -53,6 +53,10 @@ struct Cli {
     /// Cost model: `estimate` (from op semantics) or `unit` (every op costs 1).
     #[arg(long = "cost-model", default_value = "estimate")]
     cost_model: String,
+    /// Unroll `stablehlo.while` loops whose trip count is static and at most N before planning,
+    /// so the plan sees (and can recompute) every iteration's ops; 0 keeps every loop whole.
+    #[arg(long = "unroll-limit", value_name = "N", default_value_t = remat_mlir::DEFAULT_UNROLL_LIMIT)]
+    unroll_limit: usize,
     /// Run a textual pass pipeline instead (e.g. `builtin.module(func.func(remat{strategy=greedy}))`).
     #[arg(long = "pass-pipeline", value_name = "PIPELINE")]
     pass_pipeline: Option<String>,
@@ -135,6 +139,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         cli.budget.as_deref().unwrap_or(""),
         cli.function.as_deref().unwrap_or(""),
         &cli.cost_model,
+        &cli.unroll_limit.to_string(),
     )
     .map_err(|e| Failure(vec![format!("error: {e}")]))?;
 
@@ -249,7 +254,14 @@ fn process(cli: &Cli, options: &RematOptions, text: &str, source_name: &str, lin
         lower(cli, &context, &mut module)?;
         return Ok((module.as_operation().to_string(), None));
     }
-    let imported = remat_mlir::import(&module, options.function.as_deref(), &ImportOptions { cost_model: options.cost_model })?;
+    let imported = remat_mlir::import(&module, options.function.as_deref(), &options.import_options())?;
+    for warning in &imported.warnings {
+        match &warning.location {
+            // MLIR names a buffer parsed from memory "-"; name the real source instead.
+            Some(loc) => eprintln!("{}: warning: {}", loc.strip_prefix("-:").map_or(loc.clone(), |rest| format!("{source_name}:{rest}")), warning.message),
+            None => eprintln!("{source_name}: warning: {}", warning.message),
+        }
+    }
     let location = imported.location().unwrap_or_else(|| source_name.to_string());
     let planned = plan_function(imported, options).map_err(|e| error(&location, e))?;
     let out = match cli.emit {
