@@ -29,7 +29,7 @@ pub mod units;
 
 pub use bounds::lower_bound;
 pub use graph::{Graph, GraphBuilder, GraphError, Node, NodeId, NodeSpec};
-pub use simulate::{simulate, validate, ScheduleError, ScheduleErrorKind, Simulation};
+pub use simulate::{lifetimes, simulate, validate, Lifetimes, ScheduleError, ScheduleErrorKind, Simulation};
 
 /// A plan: node executions in order. A node that occurs twice is recomputed.
 pub type Schedule = Vec<NodeId>;

@@ -104,15 +104,31 @@ pub fn validate(graph: &Graph, schedule: &[NodeId]) -> Result<(), ScheduleError>
     Ok(())
 }
 
-/// Validates `schedule` and measures it under the memory model.
-pub fn simulate(graph: &Graph, schedule: &[NodeId]) -> Result<Simulation, ScheduleError> {
+/// Per-instance lifetimes of a valid schedule: what [`simulate`] sums, for passes that edit a
+/// schedule and need to know which instance each step's value lives in.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lifetimes {
+    /// `end[i]`: the last step at which the instance made at step `i` is live (its last use
+    /// before the node's next execution, the end for an output's latest instance, or the end
+    /// of a view made from it); `end[i] == i` for an instance nothing reads.
+    pub end: Vec<usize>,
+    /// `view_source[i]`: for a view made at step `i`, the step that made its source instance.
+    pub view_source: Vec<Option<usize>>,
+    /// Bytes resident at each step (arguments excluded).
+    pub step_bytes: Vec<u64>,
+    /// Sum of the costs of all steps.
+    pub cost: f64,
+    /// Number of steps that re-execute a node already executed earlier.
+    pub recomputations: usize,
+}
+
+/// Validates `schedule` and computes the lifetime of every instance.
+pub fn lifetimes(graph: &Graph, schedule: &[NodeId]) -> Result<Lifetimes, ScheduleError> {
     validate(graph, schedule)?;
     let steps = schedule.len();
     // latest[n] = the step whose instance of n is the most recent so far.
     let mut latest: Vec<Option<usize>> = vec![None; graph.len()];
-    // end[i] = the last step at which the instance made at step i is live.
     let mut end: Vec<usize> = (0..steps).collect();
-    // view_source[i] = the instance a view made at step i aliases.
     let mut view_source: Vec<Option<usize>> = vec![None; steps];
     let mut cost = 0.0;
     let mut recomputations = 0;
@@ -156,6 +172,12 @@ pub fn simulate(graph: &Graph, schedule: &[NodeId]) -> Result<Simulation, Schedu
         current += d;
         step_bytes.push(current as u64);
     }
+    Ok(Lifetimes { end, view_source, step_bytes, cost, recomputations })
+}
+
+/// Validates `schedule` and measures it under the memory model.
+pub fn simulate(graph: &Graph, schedule: &[NodeId]) -> Result<Simulation, ScheduleError> {
+    let Lifetimes { step_bytes, cost, recomputations, .. } = lifetimes(graph, schedule)?;
     let mut peak_bytes = 0;
     let mut peak_step = None;
     for (i, &b) in step_bytes.iter().enumerate() {

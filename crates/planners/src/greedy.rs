@@ -65,7 +65,7 @@ impl Planner for GreedyRemat {
             // (bisection), and keep the plan with the lower peak (then the lower cost).
             None => {
                 let toward_bound = walk(graph, request.order, remat_graph::lower_bound(graph));
-                let bisected = crate::smallest_feasible_budget(self, graph, request.order)
+                let bisected = crate::smallest_feasible_budget(self, graph, request.order, request.options)
                     .map(|budget| walk(graph, request.order, budget))
                     .unwrap_or_else(|| request.order.to_vec());
                 let measure = |s: &Schedule| {
@@ -415,7 +415,7 @@ mod tests {
         let base = simulate(&g, &order).unwrap();
         let budget = 30;
         assert!(base.peak_bytes > budget);
-        let plan = GreedyRemat.plan(&PlanRequest { graph: &g, order: &order, budget: Some(budget) }).unwrap();
+        let plan = GreedyRemat.plan(&PlanRequest { graph: &g, order: &order, budget: Some(budget), options: &crate::PlannerOptions::default() }).unwrap();
         let sim = simulate(&g, &plan).unwrap();
         assert!(sim.peak_bytes <= budget, "{} > {budget}: {plan:?}", sim.peak_bytes);
         assert!(sim.recomputations > 0);
@@ -426,7 +426,7 @@ mod tests {
     fn a_generous_budget_changes_nothing() {
         let (g, order) = forward_backward();
         let peak = simulate(&g, &order).unwrap().peak_bytes;
-        let plan = GreedyRemat.plan(&PlanRequest { graph: &g, order: &order, budget: Some(peak) }).unwrap();
+        let plan = GreedyRemat.plan(&PlanRequest { graph: &g, order: &order, budget: Some(peak), options: &crate::PlannerOptions::default() }).unwrap();
         assert_eq!(plan, order);
     }
 }

@@ -11,8 +11,28 @@
 
 pub mod greedy;
 pub mod none;
+pub mod polish;
+pub mod treedec;
+pub mod treewidth;
 
 use remat_graph::{lower_bound, simulate, Graph, NodeId, Schedule};
+
+/// Knobs of particular strategies, and of the polishing pass every plan goes through.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannerOptions {
+    /// Polish every plan ([`polish::polish`]): drop recomputations the target does not need.
+    pub polish: bool,
+    /// TWRemat(k): stop the recursion in parts with fewer than k bags (`None`: choose k).
+    pub tw_stop: Option<usize>,
+    /// Elimination heuristic for tree decompositions (`None`: try each).
+    pub td_heuristic: Option<treedec::EliminationHeuristic>,
+}
+
+impl Default for PlannerOptions {
+    fn default() -> Self {
+        PlannerOptions { polish: true, tw_stop: None, td_heuristic: None }
+    }
+}
 
 /// What a planner is asked to do.
 #[derive(Clone, Copy, Debug)]
@@ -24,6 +44,8 @@ pub struct PlanRequest<'g> {
     /// Peak bytes the plan must not exceed; `None` asks for the least memory the strategy
     /// can reach.
     pub budget: Option<u64>,
+    /// Strategy knobs.
+    pub options: &'g PlannerOptions,
 }
 
 /// Why a planner could not produce a schedule.
@@ -46,7 +68,7 @@ pub trait Planner: Sync {
 }
 
 /// Every strategy remat-opt knows, in `--help` order.
-pub static STRATEGIES: &[&dyn Planner] = &[&none::NoRemat, &greedy::GreedyRemat];
+pub static STRATEGIES: &[&dyn Planner] = &[&none::NoRemat, &greedy::GreedyRemat, &treewidth::TwRemat];
 
 /// Looks a strategy up by its command-line name.
 pub fn strategy(name: &str) -> Option<&'static dyn Planner> {
@@ -62,11 +84,11 @@ pub fn strategy_names() -> String {
 /// bisection between the graph's lower bound and the baseline peak. Planners need not be
 /// monotone in the budget; the returned budget has been checked to work. `None` when even
 /// the baseline peak does not work for this planner.
-pub fn smallest_feasible_budget(planner: &dyn Planner, graph: &Graph, order: &[NodeId]) -> Option<u64> {
+pub fn smallest_feasible_budget(planner: &dyn Planner, graph: &Graph, order: &[NodeId], options: &PlannerOptions) -> Option<u64> {
     let fits = |budget: u64| -> bool {
-        let request = PlanRequest { graph, order, budget: Some(budget) };
+        let request = PlanRequest { graph, order, budget: Some(budget), options };
         match planner.plan(&request) {
-            Ok(schedule) => simulate(graph, &schedule).map(|s| s.peak_bytes <= budget).unwrap_or(false),
+            Ok(schedule) => simulate(graph, &finish(graph, schedule, Some(budget), options)).map(|s| s.peak_bytes <= budget).unwrap_or(false),
             Err(_) => false,
         }
     };
@@ -87,13 +109,31 @@ pub fn smallest_feasible_budget(planner: &dyn Planner, graph: &Graph, order: &[N
     Some(high)
 }
 
+/// The polishing pass, when on: toward the budget, or the plan's own peak without one.
+fn finish(graph: &Graph, schedule: Schedule, budget: Option<u64>, options: &PlannerOptions) -> Schedule {
+    if !options.polish {
+        return schedule;
+    }
+    let target = match budget {
+        Some(b) => b,
+        None => match simulate(graph, &schedule) {
+            Ok(s) => s.peak_bytes,
+            Err(_) => return schedule,
+        },
+    };
+    polish::polish(graph, &schedule, target)
+}
+
 /// A plan measured against its budget.
 #[derive(Clone, Debug)]
 pub struct MeasuredPlan {
-    /// The schedule.
+    /// The schedule (polished, unless polishing is off).
     pub schedule: Schedule,
     /// Its simulation.
     pub simulation: remat_graph::Simulation,
+    /// The strategy's own schedule before polishing, measured (equal to `simulation` when
+    /// polishing is off).
+    pub raw: remat_graph::Simulation,
     /// The input order's simulation (the baseline).
     pub baseline: remat_graph::Simulation,
     /// The graph's proven lower bound on any schedule's peak.
@@ -161,14 +201,17 @@ pub fn plan_within_budget(
     graph: &Graph,
     order: &[NodeId],
     budget: Option<u64>,
+    options: &PlannerOptions,
 ) -> Result<MeasuredPlan, PlanFailure> {
     let baseline = simulate(graph, order).map_err(|e| PlanError::InvalidRequest(e.to_string()))?;
     let bound = lower_bound(graph);
     let started = std::time::Instant::now();
-    let schedule = planner.plan(&PlanRequest { graph, order, budget })?;
+    let raw_schedule = planner.plan(&PlanRequest { graph, order, budget, options })?;
+    let invalid = |e: remat_graph::ScheduleError| PlanError::InvalidRequest(format!("strategy '{}' produced an invalid schedule: {e}", planner.name()));
+    let raw = simulate(graph, &raw_schedule).map_err(invalid)?;
+    let schedule = finish(graph, raw_schedule, budget, options);
     let plan_seconds = started.elapsed().as_secs_f64();
-    let simulation = simulate(graph, &schedule)
-        .map_err(|e| PlanError::InvalidRequest(format!("strategy '{}' produced an invalid schedule: {e}", planner.name())))?;
+    let simulation = simulate(graph, &schedule).map_err(invalid)?;
     if let Some(budget) = budget {
         if simulation.peak_bytes > budget {
             return Err(Infeasible {
@@ -176,10 +219,10 @@ pub fn plan_within_budget(
                 budget,
                 achieved: simulation.peak_bytes,
                 lower_bound: bound,
-                smallest_feasible: smallest_feasible_budget(planner, graph, order),
+                smallest_feasible: smallest_feasible_budget(planner, graph, order, options),
             }
             .into());
         }
     }
-    Ok(MeasuredPlan { schedule, simulation, baseline, lower_bound: bound, plan_seconds })
+    Ok(MeasuredPlan { schedule, simulation, raw, baseline, lower_bound: bound, plan_seconds })
 }

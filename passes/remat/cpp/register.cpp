@@ -16,12 +16,10 @@
 #include <string>
 
 extern "C" {
-/// Runs the pass on `op` with the options as strings; returns false on failure
-/// (after emitting a diagnostic on `op`).
-typedef bool (*RematRunCallback)(MlirOperation op, MlirStringRef strategy,
-                                 MlirStringRef budget, MlirStringRef function,
-                                 MlirStringRef costModel,
-                                 MlirStringRef unrollLimit);
+/// Runs the pass on `op` with its options as (name, value) strings; returns
+/// false on failure (after emitting a diagnostic on `op`). Rust parses them.
+typedef bool (*RematRunCallback)(MlirOperation op, const MlirStringRef *names,
+                                 const MlirStringRef *values, intptr_t count);
 }
 
 namespace {
@@ -61,15 +59,39 @@ struct RematPass : public mlir::PassWrapper<RematPass, mlir::OperationPass<>> {
       llvm::cl::desc("Unroll stablehlo.while loops with a static trip count up "
                      "to this before planning (0: none; empty: the default)"),
       llvm::cl::init("")};
+  Option<std::string> twStop{
+      *this, "tw-stop",
+      llvm::cl::desc("TWRemat(k): stop the recursion below k bags (empty: "
+                     "choose k)"),
+      llvm::cl::init("")};
+  Option<std::string> tdHeuristic{
+      *this, "td-heuristic",
+      llvm::cl::desc("Tree decomposition heuristic: min-fill or min-degree "
+                     "(empty: try both)"),
+      llvm::cl::init("")};
+  Option<std::string> polish{
+      *this, "polish",
+      llvm::cl::desc("Polish the plan: drop recomputations the target does "
+                     "not need (true or false)"),
+      llvm::cl::init("true")};
 
   void runOnOperation() override {
     auto ref = [](const std::string &s) {
       return MlirStringRef{s.data(), s.size()};
     };
+    // Option names point into static storage.
+    auto name = [](llvm::StringRef s) { return MlirStringRef{s.data(), s.size()}; };
+    const MlirStringRef names[] = {
+        name(strategy.getArgStr()),    name(budget.getArgStr()),
+        name(function.getArgStr()),    name(costModel.getArgStr()),
+        name(unrollLimit.getArgStr()), name(twStop.getArgStr()),
+        name(tdHeuristic.getArgStr()), name(polish.getArgStr())};
+    const MlirStringRef values[] = {ref(strategy),    ref(budget),
+                                    ref(function),    ref(costModel),
+                                    ref(unrollLimit), ref(twStop),
+                                    ref(tdHeuristic), ref(polish)};
     if (!rematCallback ||
-        !rematCallback(wrap(getOperation()), ref(strategy), ref(budget),
-                       ref(function), ref(costModel),
-                       ref(unrollLimit)))
+        !rematCallback(wrap(getOperation()), names, values, 8))
       signalPassFailure();
   }
 };

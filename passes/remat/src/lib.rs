@@ -35,7 +35,7 @@ pub fn plan_graph(function: &str, graph: &remat_graph::Graph, order: &[remat_gra
         .ok_or_else(|| format!("unknown strategy '{}' (available: {})", options.strategy, remat_planners::strategy_names()))?;
     let baseline_peak = remat_graph::simulate(graph, order).map_err(|e| e.to_string())?.peak_bytes;
     let budget = options.budget.map(|b| b.resolve(baseline_peak));
-    let plan = plan_within_budget(planner, graph, order, budget).map_err(|e| e.to_string())?;
+    let plan = plan_within_budget(planner, graph, order, budget, &options.planner).map_err(|e| e.to_string())?;
     let report = Report::new(function, planner.name(), graph, budget, &plan);
     Ok((plan, report))
 }
@@ -100,14 +100,9 @@ pub fn create_remat_pass(options: RematOptions) -> Pass {
 }
 
 unsafe extern "C" {
-    fn rematRegisterPass(callback: unsafe extern "C" fn(
-        mlir_sys::MlirOperation,
-        mlir_sys::MlirStringRef,
-        mlir_sys::MlirStringRef,
-        mlir_sys::MlirStringRef,
-        mlir_sys::MlirStringRef,
-        mlir_sys::MlirStringRef,
-    ) -> bool);
+    fn rematRegisterPass(
+        callback: unsafe extern "C" fn(mlir_sys::MlirOperation, *const mlir_sys::MlirStringRef, *const mlir_sys::MlirStringRef, isize) -> bool,
+    );
 }
 
 fn string_of(s: mlir_sys::MlirStringRef) -> String {
@@ -119,25 +114,18 @@ fn string_of(s: mlir_sys::MlirStringRef) -> String {
 
 unsafe extern "C" fn registered_pass_callback(
     op: mlir_sys::MlirOperation,
-    strategy: mlir_sys::MlirStringRef,
-    budget: mlir_sys::MlirStringRef,
-    function: mlir_sys::MlirStringRef,
-    cost_model: mlir_sys::MlirStringRef,
-    unroll_limit: mlir_sys::MlirStringRef,
+    names: *const mlir_sys::MlirStringRef,
+    values: *const mlir_sys::MlirStringRef,
+    count: isize,
 ) -> bool {
-    let options = match RematOptions::from_strings(
-        &string_of(strategy),
-        &string_of(budget),
-        &string_of(function),
-        &string_of(cost_model),
-        &string_of(unroll_limit),
-    ) {
-        Ok(o) => o,
-        Err(message) => {
+    let (names, values) = unsafe { (std::slice::from_raw_parts(names, count as usize), std::slice::from_raw_parts(values, count as usize)) };
+    let mut options = RematOptions::default();
+    for (name, value) in names.iter().zip(values) {
+        if let Err(message) = options.set(&string_of(*name), &string_of(*value)) {
             emit_error(op, &MlirError { location: None, message });
             return false;
         }
-    };
+    }
     // Never unwind into C++.
     let result = std::panic::catch_unwind(|| unsafe { run_on_operation(op, &options) });
     match result {

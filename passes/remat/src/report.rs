@@ -32,6 +32,8 @@ pub struct Report {
     pub recomputed_ops: usize,
     /// Seconds spent planning.
     pub plan_seconds: f64,
+    /// The strategy's schedule before polishing: peak, cost, recomputed steps.
+    pub raw: (u64, f64, usize),
 }
 
 impl Report {
@@ -50,7 +52,13 @@ impl Report {
             plan_cost: plan.simulation.cost,
             recomputed_ops: plan.simulation.recomputations,
             plan_seconds: plan.plan_seconds,
+            raw: (plan.raw.peak_bytes, plan.raw.cost, plan.raw.recomputations),
         }
+    }
+
+    /// Whether polishing changed the strategy's schedule.
+    pub fn polished(&self) -> bool {
+        self.raw != (self.plan_peak_bytes, self.plan_cost, self.recomputed_ops)
     }
 
     /// `plan cost / baseline cost − 1` (0 when the baseline costs nothing).
@@ -79,6 +87,11 @@ impl Report {
                 "recomputed_ops": self.recomputed_ops,
             },
         });
+        if self.polished() {
+            let (peak, cost, recomputed) = self.raw;
+            let overhead = if self.baseline_cost > 0.0 { cost / self.baseline_cost - 1.0 } else { 0.0 };
+            v["raw_plan"] = json!({"peak_bytes": peak, "cost": cost, "recompute_overhead": overhead, "recomputed_ops": recomputed});
+        }
         if !deterministic {
             v["plan_seconds"] = json!(self.plan_seconds);
         }
@@ -123,6 +136,19 @@ impl Report {
             100.0 * self.recompute_overhead(),
             self.recomputed_ops
         ));
+        if self.polished() {
+            let (peak, cost, recomputed) = self.raw;
+            let overhead = if self.baseline_cost > 0.0 { cost / self.baseline_cost - 1.0 } else { 0.0 };
+            s.push_str(&format!(
+                "  {:<16}  {:>12}  {:>8}  {:>12.4e}  +{:.1}% recompute, {} ops recomputed\n",
+                "before polishing",
+                Bytes(peak).to_string(),
+                percent(peak),
+                cost,
+                100.0 * overhead,
+                recomputed
+            ));
+        }
         if !deterministic {
             s.push_str(&format!("  planned in {:.3} s\n", self.plan_seconds));
         }

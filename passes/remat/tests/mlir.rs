@@ -7,7 +7,7 @@ use remat_graph::random::{RandomDag, SplitMix64};
 use remat_graph::{simulate, Graph, NodeId};
 use remat_mlir::{apply_schedule, import, CostModel, ImportOptions, RematContext};
 use remat_pass::{plan_function, RematOptions};
-use remat_planners::{PlanRequest, STRATEGIES};
+use remat_planners::{PlanRequest, PlannerOptions, STRATEGIES};
 use remat_lower::{Jit, Target};
 use remat_runtime::{compare, HostTensor, StepRun};
 use std::fmt::Write;
@@ -84,7 +84,7 @@ proptest! {
             let baseline = simulate(&g, &imported.order).unwrap().peak_bytes;
             let budget = baseline * percent / 100;
             let strategy = STRATEGIES[(SplitMix64::new(seed).next_u64() % STRATEGIES.len() as u64) as usize];
-            let schedule = strategy.plan(&PlanRequest { graph: &imported.graph, order: &imported.order, budget: Some(budget) }).unwrap();
+            let schedule = strategy.plan(&PlanRequest { graph: &imported.graph, order: &imported.order, budget: Some(budget), options: &PlannerOptions::default() }).unwrap();
             let planned = simulate(&imported.graph, &schedule).unwrap();
             apply_schedule(&imported, &schedule).unwrap();
             context.verify(&module).map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
@@ -141,7 +141,7 @@ fn plan_example(context: &RematContext, name: &str, options: &RematOptions) -> (
 fn example_reports() {
     let context = RematContext::new();
     for name in EXAMPLES {
-        for (strategy, budget) in [("none", ""), ("greedy", "90%"), ("greedy", "70%"), ("greedy", "50%")] {
+        for (strategy, budget) in [("none", ""), ("greedy", "90%"), ("greedy", "70%"), ("greedy", "50%"), ("treewidth", "")] {
             let options = RematOptions::from_strings(strategy, budget, "", "estimate", "").unwrap();
             let (report, _) = plan_example(&context, name, &options);
             let budget_name = if budget.is_empty() { "unbounded".to_string() } else { budget.replace('%', "pct") };
@@ -239,7 +239,7 @@ fn measured_peak_is_the_planned_peak_on_the_small_examples() {
         let mut original = context.parse(&example(name), name).unwrap();
         let inputs = inputs_for(&original, 7);
         let reference = run_on_cpu(&context, &mut original, &inputs);
-        for (strategy, budget) in [("none", ""), ("greedy", "50%"), ("greedy", "")] {
+        for (strategy, budget) in [("none", ""), ("greedy", "50%"), ("greedy", ""), ("treewidth", "")] {
             let options = RematOptions::from_strings(strategy, budget, "", "estimate", "").unwrap();
             let mut module = context.parse(&example(name), name).unwrap();
             let imported = import(&module, None, &ImportOptions::default()).unwrap();
@@ -386,7 +386,7 @@ proptest! {
             let imported = import(&module, None, &unit_import()).map_err(|e| TestCaseError::fail(e.to_string()))?;
             let baseline = simulate(&imported.graph, &imported.order).unwrap().peak_bytes;
             let strategy = STRATEGIES[(SplitMix64::new(seed).next_u64() % STRATEGIES.len() as u64) as usize];
-            let schedule = strategy.plan(&PlanRequest { graph: &imported.graph, order: &imported.order, budget: Some(baseline * percent / 100) }).unwrap();
+            let schedule = strategy.plan(&PlanRequest { graph: &imported.graph, order: &imported.order, budget: Some(baseline * percent / 100), options: &PlannerOptions::default() }).unwrap();
             let planned = simulate(&imported.graph, &schedule).unwrap();
             apply_schedule(&imported, &schedule).unwrap();
             let run = run_on_cpu(context, &mut module, &inputs);

@@ -57,6 +57,15 @@ struct Cli {
     /// so the plan sees (and can recompute) every iteration's ops; 0 keeps every loop whole.
     #[arg(long = "unroll-limit", value_name = "N", default_value_t = remat_mlir::DEFAULT_UNROLL_LIMIT)]
     unroll_limit: usize,
+    /// TWRemat(k): stop the recursion in parts with fewer than K bags (default: choose K).
+    #[arg(long = "tw-stop", value_name = "K")]
+    tw_stop: Option<usize>,
+    /// Tree decomposition heuristic for `treewidth`: min-fill or min-degree (default: both).
+    #[arg(long = "td-heuristic", value_name = "HEURISTIC")]
+    td_heuristic: Option<String>,
+    /// Keep the strategy's schedule as it is (no polishing pass).
+    #[arg(long = "no-polish")]
+    no_polish: bool,
     /// Run a textual pass pipeline instead (e.g. `builtin.module(func.func(remat{strategy=greedy}))`).
     #[arg(long = "pass-pipeline", value_name = "PIPELINE")]
     pass_pipeline: Option<String>,
@@ -134,14 +143,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     }
     let source_name = if cli.input == "-" { "<stdin>".to_string() } else { cli.input.clone() };
     let text = read_input(&cli.input).map_err(|e| error(&source_name, e))?;
-    let options = RematOptions::from_strings(
-        &cli.strategy,
-        cli.budget.as_deref().unwrap_or(""),
-        cli.function.as_deref().unwrap_or(""),
-        &cli.cost_model,
-        &cli.unroll_limit.to_string(),
-    )
-    .map_err(|e| Failure(vec![format!("error: {e}")]))?;
+    let options = remat_options(cli).map_err(|e| Failure(vec![format!("error: {e}")]))?;
 
     let chunks: Vec<(usize, &str)> = if cli.split_input_file { split_input(&text) } else { vec![(0, text.as_str())] };
     let mut outputs = Vec::new();
@@ -181,6 +183,24 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         Some(path) => write_atomically(path, output.as_bytes()).map_err(|e| error(&path.display().to_string(), e)),
         None => std::io::stdout().write_all(output.as_bytes()).map_err(|e| error("<stdout>", e)),
     }
+}
+
+fn remat_options(cli: &Cli) -> Result<RematOptions, String> {
+    let mut options = RematOptions::default();
+    let tw_stop = cli.tw_stop.map(|k| k.to_string()).unwrap_or_default();
+    for (name, value) in [
+        ("strategy", cli.strategy.as_str()),
+        ("budget", cli.budget.as_deref().unwrap_or("")),
+        ("function", cli.function.as_deref().unwrap_or("")),
+        ("cost-model", cli.cost_model.as_str()),
+        ("unroll-limit", &cli.unroll_limit.to_string()),
+        ("tw-stop", &tw_stop),
+        ("td-heuristic", cli.td_heuristic.as_deref().unwrap_or("")),
+        ("polish", if cli.no_polish { "false" } else { "true" }),
+    ] {
+        options.set(name, value)?;
+    }
+    Ok(options)
 }
 
 fn read_input(input: &str) -> Result<String, String> {

@@ -1,0 +1,182 @@
+//! Schedule polishing: a pass over any strategy's schedule that drops recomputations the
+//! memory target does not need.
+//!
+//! Dropping the recomputation of `u` at step `j` makes the uses that read it read `u`'s
+//! previous instance `i` instead, which then stays resident through the gap between its last
+//! use and `j`. So the drop costs `bytes(u)` over that gap and saves the cost of step `j`;
+//! an instance nothing reads (TWRemat computes whole separator bags) costs nothing to drop.
+//! A drop is taken when the memory at every step of the gap, plus `bytes(u)`, stays within
+//! the target; most expensive recomputations first. The bookkeeping is conservative (a drop
+//! can also end the lifetimes of step `j`'s inputs earlier, which is not credited), so the
+//! peak never exceeds the target; rounds repeat on the exactly re-simulated schedule until
+//! nothing more drops. Only steps are removed, so the cost never rises.
+//!
+//! Views are never dropped (a view re-made from a newer source instance would pin an older
+//! one), nor are instances that views were made from.
+
+use remat_graph::{lifetimes, Graph, Schedule};
+
+/// At most this many rounds of re-simulation.
+const MAX_ROUNDS: usize = 8;
+
+/// Drops recomputations from `schedule` while its peak stays at most `target` (a schedule
+/// that already exceeds `target` only loses drops that lower memory). `schedule` must be
+/// valid for `graph`.
+pub fn polish(graph: &Graph, schedule: &[remat_graph::NodeId], target: u64) -> Schedule {
+    let mut schedule = schedule.to_vec();
+    for _ in 0..MAX_ROUNDS {
+        let Ok(life) = lifetimes(graph, &schedule) else { break };
+        let steps = schedule.len();
+        let mut memory = MaxTree::new(&life.step_bytes);
+        let mut end = life.end.clone();
+        let mut has_views = vec![false; steps];
+        for s in life.view_source.iter().flatten() {
+            has_views[*s] = true;
+        }
+        let mut previous = vec![usize::MAX; steps];
+        let mut last_seen = vec![usize::MAX; graph.len()];
+        for (j, &u) in schedule.iter().enumerate() {
+            previous[j] = last_seen[u.index()];
+            last_seen[u.index()] = j;
+        }
+        let mut candidates: Vec<usize> = (0..steps)
+            .filter(|&j| previous[j] != usize::MAX && graph.node(schedule[j]).view_of.is_none() && !has_views[j])
+            .collect();
+        candidates.sort_by(|&a, &b| graph.node(schedule[b]).cost.total_cmp(&graph.node(schedule[a]).cost).then(b.cmp(&a)));
+        let mut removed = vec![false; steps];
+        let mut dropped = 0;
+        for j in candidates {
+            let mut i = previous[j];
+            while removed[i] {
+                i = previous[i];
+            }
+            let bytes = graph.node(schedule[j]).bytes as i128;
+            // An output's latest instance is read by the end of the step even at the last step.
+            let read = end[j] > j || (graph.node(schedule[j]).output && last_seen[schedule[j].index()] == j);
+            if read && end[i] < j {
+                // The gap (end[i], j) must fit the value held over it.
+                if end[i] + 1 < j && memory.max(end[i] + 1, j - 1) + bytes > target as i128 {
+                    continue;
+                }
+                memory.add(end[i] + 1, j - 1, bytes);
+            } else if read {
+                // Both instances were live at once over [j, min(end[i], end[j])].
+                memory.add(j, end[i].min(end[j]), -bytes);
+            }
+            end[i] = end[i].max(if read { end[j] } else { i });
+            memory.add(j, j, -(1i128 << 100));
+            removed[j] = true;
+            dropped += 1;
+        }
+        if dropped == 0 {
+            break;
+        }
+        schedule = schedule.iter().enumerate().filter(|&(j, _)| !removed[j]).map(|(_, &u)| u).collect();
+    }
+    schedule
+}
+
+/// Range add, range max over step memory (a lazy segment tree).
+struct MaxTree {
+    size: usize,
+    max: Vec<i128>,
+    pending: Vec<i128>,
+}
+
+impl MaxTree {
+    fn new(values: &[u64]) -> Self {
+        let size = values.len().max(1).next_power_of_two();
+        let mut max = vec![i128::MIN / 4; 2 * size];
+        for (i, &v) in values.iter().enumerate() {
+            max[size + i] = v as i128;
+        }
+        for i in (1..size).rev() {
+            max[i] = max[2 * i].max(max[2 * i + 1]);
+        }
+        MaxTree { size, max, pending: vec![0; 2 * size] }
+    }
+
+    fn add(&mut self, lo: usize, hi: usize, delta: i128) {
+        if lo <= hi {
+            self.add_in(1, 0, self.size - 1, lo, hi, delta);
+        }
+    }
+
+    fn add_in(&mut self, node: usize, l: usize, r: usize, lo: usize, hi: usize, delta: i128) {
+        if hi < l || r < lo {
+            return;
+        }
+        if lo <= l && r <= hi {
+            self.max[node] += delta;
+            self.pending[node] += delta;
+            return;
+        }
+        let mid = (l + r) / 2;
+        self.add_in(2 * node, l, mid, lo, hi, delta);
+        self.add_in(2 * node + 1, mid + 1, r, lo, hi, delta);
+        self.max[node] = self.max[2 * node].max(self.max[2 * node + 1]) + self.pending[node];
+    }
+
+    fn max(&self, lo: usize, hi: usize) -> i128 {
+        self.max_in(1, 0, self.size - 1, lo, hi)
+    }
+
+    fn max_in(&self, node: usize, l: usize, r: usize, lo: usize, hi: usize) -> i128 {
+        if hi < l || r < lo {
+            return i128::MIN / 4;
+        }
+        if lo <= l && r <= hi {
+            return self.max[node];
+        }
+        let mid = (l + r) / 2;
+        self.max_in(2 * node, l, mid, lo, hi).max(self.max_in(2 * node + 1, mid + 1, r, lo, hi)) + self.pending[node]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use remat_graph::{simulate, GraphBuilder, NodeSpec};
+
+    #[test]
+    fn the_tree_adds_and_finds_maxima() {
+        let mut t = MaxTree::new(&[1, 5, 2, 7, 3]);
+        assert_eq!(t.max(0, 4), 7);
+        assert_eq!(t.max(0, 2), 5);
+        t.add(1, 2, 10);
+        assert_eq!(t.max(0, 4), 15);
+        assert_eq!(t.max(3, 4), 7);
+        t.add(0, 4, -1);
+        assert_eq!(t.max(2, 2), 11);
+    }
+
+    #[test]
+    fn drops_a_recomputation_the_target_allows_and_keeps_one_it_needs() {
+        // A (10) feeds B and D; C (10) and E run in between. Recomputing A before D keeps it
+        // out of memory while C is live: peak 12 instead of 21.
+        let mut g = GraphBuilder::new();
+        let a = g.add(NodeSpec::op("A", 10, 5.0), &[]);
+        let b = g.add(NodeSpec::op("B", 1, 1.0), &[a]);
+        let c = g.add(NodeSpec::op("C", 10, 1.0), &[b]);
+        let e = g.add(NodeSpec::op("E", 1, 1.0), &[c]);
+        let d = g.add(NodeSpec::op("D", 1, 1.0).output(), &[a, e]);
+        let g = g.finish().unwrap();
+        let remat = vec![a, b, c, e, a, d];
+        assert_eq!(simulate(&g, &remat).unwrap().peak_bytes, 12);
+        // A target at the rematerialized peak keeps the recomputation...
+        assert_eq!(polish(&g, &remat, 12), remat);
+        // ...the plain order's peak drops it.
+        let plain = polish(&g, &remat, 21);
+        assert_eq!(plain, vec![a, b, c, e, d]);
+        assert_eq!(simulate(&g, &plain).unwrap().peak_bytes, 21);
+    }
+
+    #[test]
+    fn unread_recomputations_always_go() {
+        let mut g = GraphBuilder::new();
+        let a = g.add(NodeSpec::op("A", 10, 1.0), &[]);
+        let b = g.add(NodeSpec::op("B", 1, 1.0).output(), &[a]);
+        let g = g.finish().unwrap();
+        assert_eq!(polish(&g, &[a, b, a], 0), vec![a, b]);
+    }
+}

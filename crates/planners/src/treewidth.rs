@@ -1,0 +1,224 @@
+//! `treewidth`: TWRemat, rematerialization by divide and conquer over a tree decomposition
+//! (Kumar et al. 2019, Algorithm 1, Theorem 5), with the TWRemat(k) trade-off of §4.3.
+//!
+//! [`tw_schedule`] is Algorithm 1: pick a balanced separator bag X* (Lemma 3) of the
+//! decomposition (shrunk to at most n bags by Lemma 1); for each node v of X* in topological
+//! order, recursively schedule v's inputs inside each component left by removing X*, then v;
+//! finally recursively schedule the requested nodes that lie in the components. Separators are
+//! memoized ([`SeparatorHierarchy`]): the proof of Theorem 5 needs each sub-decomposition's
+//! separator found once, not once per call. TWRemat(k) stops the recursion in parts with
+//! fewer than k bags and schedules what is needed there in topological order, so k = 1 is
+//! TWRemat and k above the number of bags is NoRemat.
+//!
+//! A training step has many outputs (the loss and every gradient), so the top-level call asks
+//! for all of them at once, as Algorithm 1 allows (`S` is a set). Dead values (sinks that are
+//! not outputs) are requested too, so every node runs. Deviations, written down:
+//!
+//! * A call computes only the separator nodes that the requested set needs (reaches within the
+//!   call's nodes), not all of X*. Lemma 4's proof only covers predecessors of requested
+//!   nodes: a separator node nothing requested needs may read a node of an enclosing separator
+//!   that comes later in topological order and is not computed yet, so computing all of X*
+//!   can produce an invalid schedule (it did, on our MLP). Needed nodes read only enclosing
+//!   separator nodes that precede the node the enclosing call is preparing, which are resident.
+//! * A recursive call with an empty request is skipped (it would compute nothing).
+//! * Impure nodes keep only their first execution (they may run once); their value stays
+//!   resident until its last use instead.
+//!
+//! Choosing k: with a budget, the cheapest plan (after [`polish`](crate::polish)) within it over
+//! k ∈ {1, 2, 4, …, bags + 1} and both elimination heuristics; without one, the lowest peak.
+//! `--tw-stop` and `--td-heuristic` fix either.
+
+use crate::polish::polish;
+use crate::treedec::{EliminationHeuristic, SeparatorHierarchy, TreeDecomposition};
+use crate::{PlanError, PlanRequest, Planner};
+use remat_graph::{simulate, Graph, NodeId, Schedule};
+
+/// Kumar et al.'s TWRemat (Algorithm 1) with the TWRemat(k) trade-off.
+pub struct TwRemat;
+
+impl Planner for TwRemat {
+    fn name(&self) -> &'static str {
+        "treewidth"
+    }
+    fn summary(&self) -> &'static str {
+        "TWRemat: divide and conquer over balanced separators of a tree decomposition (Kumar et al.)"
+    }
+    fn plan(&self, request: &PlanRequest<'_>) -> Result<Schedule, PlanError> {
+        let graph = request.graph;
+        let options = request.options;
+        let rank = order_rank(graph, request.order)?;
+        let heuristics: Vec<EliminationHeuristic> = match options.td_heuristic {
+            Some(h) => vec![h],
+            None => EliminationHeuristic::ALL.to_vec(),
+        };
+        let mut best: Option<(Candidate, Schedule)> = None;
+        for heuristic in heuristics {
+            let mut td = TreeDecomposition::from_elimination(graph, heuristic);
+            td.compress();
+            debug_assert_eq!(td.validate(graph), Ok(()));
+            let hierarchy = SeparatorHierarchy::new(&td, graph.len(), &rank);
+            let stops: Vec<usize> = match options.tw_stop {
+                Some(k) => vec![k.max(1)],
+                None => std::iter::successors(Some(1usize), |&k| (k <= td.len()).then_some(k * 2)).collect(),
+            };
+            tracing::debug!(heuristic = heuristic.name(), width = td.width(), bags = td.len(), "tree decomposition");
+            for k in stops {
+                let raw = tw_schedule(graph, &hierarchy, &rank, request.order, k);
+                let polished = if options.polish {
+                    let target = match request.budget {
+                        Some(b) => b,
+                        None => simulate(graph, &raw).map(|s| s.peak_bytes).unwrap_or(u64::MAX),
+                    };
+                    polish(graph, &raw, target)
+                } else {
+                    raw.clone()
+                };
+                let sim = simulate(graph, &polished).map_err(|e| PlanError::InvalidRequest(format!("TWRemat produced an invalid schedule: {e}")))?;
+                let candidate = Candidate { peak: sim.peak_bytes, cost: sim.cost };
+                if best.as_ref().is_none_or(|(b, _)| candidate.better_than(b, request.budget)) {
+                    best = Some((candidate, raw));
+                }
+            }
+        }
+        Ok(best.map(|(_, s)| s).unwrap_or_default())
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    peak: u64,
+    cost: f64,
+}
+
+impl Candidate {
+    /// Within a budget: fitting beats not fitting, then lower cost, then lower peak. Without
+    /// one: lower peak, then lower cost.
+    fn better_than(&self, other: &Candidate, budget: Option<u64>) -> bool {
+        match budget {
+            Some(b) => {
+                let (fits, other_fits) = (self.peak <= b, other.peak <= b);
+                if fits != other_fits {
+                    return fits;
+                }
+                if !fits {
+                    return self.peak < other.peak || (self.peak == other.peak && self.cost < other.cost);
+                }
+                self.cost < other.cost || (self.cost == other.cost && self.peak < other.peak)
+            }
+            None => self.peak < other.peak || (self.peak == other.peak && self.cost < other.cost),
+        }
+    }
+}
+
+/// Each node's position in `order` (arguments last): the topological order Algorithm 1 uses.
+fn order_rank(graph: &Graph, order: &[NodeId]) -> Result<Vec<usize>, PlanError> {
+    let mut rank = vec![usize::MAX; graph.len()];
+    for (i, &n) in order.iter().enumerate() {
+        if n.index() >= graph.len() || graph.node(n).argument || rank[n.index()] != usize::MAX {
+            return Err(PlanError::InvalidRequest(format!("the base order must list every non-argument node once (node {n})")));
+        }
+        rank[n.index()] = i;
+    }
+    if let Some(missing) = graph.ids().find(|&n| !graph.node(n).argument && rank[n.index()] == usize::MAX) {
+        return Err(PlanError::InvalidRequest(format!("the base order misses node {missing}")));
+    }
+    Ok(rank)
+}
+
+/// TWRemat(k) on the whole graph: the outputs and dead values requested at the top level;
+/// impure nodes then keep only their first execution.
+pub fn tw_schedule(graph: &Graph, hierarchy: &SeparatorHierarchy, rank: &[usize], order: &[NodeId], stop: usize) -> Schedule {
+    if hierarchy.levels.is_empty() {
+        return Vec::new();
+    }
+    let mut wanted: Vec<NodeId> =
+        graph.ids().filter(|&n| !graph.node(n).argument && (graph.node(n).output || graph.succs(n).is_empty())).collect();
+    wanted.sort_by_key(|n| rank[n.index()]);
+    let mut run = Recursion { graph, hierarchy, rank, order, stop, schedule: Vec::new(), stamp: vec![0; graph.len()], calls: 0 };
+    run.call(0, &wanted);
+    let mut executed = vec![false; graph.len()];
+    run.schedule.retain(|&n| graph.node(n).pure || !std::mem::replace(&mut executed[n.index()], true));
+    run.schedule
+}
+
+struct Recursion<'a> {
+    graph: &'a Graph,
+    hierarchy: &'a SeparatorHierarchy,
+    rank: &'a [usize],
+    order: &'a [NodeId],
+    stop: usize,
+    schedule: Schedule,
+    /// `stamp[v] == calls` marks `v` as needed by the current call.
+    stamp: Vec<u64>,
+    calls: u64,
+}
+
+impl Recursion<'_> {
+    /// Algorithm 1 on level `level` (V' = its nodes), computing `wanted` ⊆ V'.
+    fn call(&mut self, level: usize, wanted: &[NodeId]) {
+        let needed = self.needed(level, wanted);
+        let here = &self.hierarchy.levels[level];
+        if here.bags < self.stop {
+            // TWRemat(k)'s base case: what is needed, in topological order.
+            self.schedule.extend(needed);
+            return;
+        }
+        let separator: Vec<NodeId> = here.separator.iter().copied().filter(|v| needed.binary_search_by_key(&self.rank[v.index()], |n| self.rank[n.index()]).is_ok()).collect();
+        let children = here.children.clone();
+        for &v in &separator {
+            let inputs = self.split_by_child(level, self.graph.preds(v), &children);
+            for (child, part) in children.iter().zip(inputs) {
+                if !part.is_empty() {
+                    self.call(*child, &part);
+                }
+            }
+            self.schedule.push(v);
+        }
+        let rest: Vec<NodeId> = wanted.iter().copied().filter(|v| !separator.contains(v)).collect();
+        let parts = self.split_by_child(level, &rest, &children);
+        for (child, part) in children.iter().zip(parts) {
+            if !part.is_empty() {
+                self.call(*child, &part);
+            }
+        }
+    }
+
+    /// The nodes of `nodes` in each child's part (each in the graph's order, no duplicates).
+    fn split_by_child(&self, level: usize, nodes: &[NodeId], children: &[usize]) -> Vec<Vec<NodeId>> {
+        let mut parts = vec![Vec::new(); children.len()];
+        for &n in nodes {
+            if self.graph.node(n).argument {
+                continue;
+            }
+            if let Some(child) = self.hierarchy.child_holding(level, n) {
+                let slot = children.iter().position(|&c| c == child).expect("a child of this level");
+                if !parts[slot].contains(&n) {
+                    parts[slot].push(n);
+                }
+            }
+        }
+        for part in &mut parts {
+            part.sort_by_key(|n| self.rank[n.index()]);
+        }
+        parts
+    }
+
+    /// The nodes of `level`'s part from which `wanted` is reachable inside the part (nodes
+    /// outside it are resident), in topological order.
+    fn needed(&mut self, level: usize, wanted: &[NodeId]) -> Vec<NodeId> {
+        self.calls += 1;
+        let mut stack: Vec<NodeId> = wanted.to_vec();
+        let mut list = Vec::new();
+        while let Some(n) = stack.pop() {
+            if self.graph.node(n).argument || self.stamp[n.index()] == self.calls || !self.hierarchy.holds(level, n) {
+                continue;
+            }
+            self.stamp[n.index()] = self.calls;
+            list.push(n);
+            stack.extend(self.graph.preds(n).iter().copied());
+        }
+        list.sort_by_key(|n| self.rank[n.index()]);
+        debug_assert!(list.iter().all(|n| self.order[self.rank[n.index()]] == *n));
+        list
+    }
+}
