@@ -47,16 +47,7 @@ impl Planner for GreedyRemat {
     }
     fn plan(&self, request: &PlanRequest<'_>) -> Result<Schedule, PlanError> {
         let graph = request.graph;
-        let mut seen = vec![false; graph.len()];
-        for &n in request.order {
-            if n.index() >= graph.len() || seen[n.index()] || graph.node(n).argument {
-                return Err(PlanError::InvalidRequest(format!(
-                    "the base order must list every non-argument node once (node {n})"
-                )));
-            }
-            seen[n.index()] = true;
-        }
-        remat_graph::validate(graph, request.order).map_err(|e| PlanError::InvalidRequest(e.to_string()))?;
+        request.order_positions()?;
         match request.budget {
             Some(budget) => Ok(walk(graph, request.order, budget)),
             // Without a budget, aim for the least memory. The walk is not monotone in its

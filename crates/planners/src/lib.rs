@@ -67,6 +67,23 @@ pub trait Planner: Sync {
     fn plan(&self, request: &PlanRequest<'_>) -> Result<Schedule, PlanError>;
 }
 
+impl PlanRequest<'_> {
+    /// Each node's position in the base order (`usize::MAX` for arguments), after checking
+    /// that the order is a valid schedule listing every non-argument node exactly once.
+    pub fn order_positions(&self) -> Result<Vec<usize>, PlanError> {
+        let graph = self.graph;
+        let mut position = vec![usize::MAX; graph.len()];
+        for (i, &n) in self.order.iter().enumerate() {
+            if n.index() >= graph.len() || graph.node(n).argument || position[n.index()] != usize::MAX {
+                return Err(PlanError::InvalidRequest(format!("the base order must list every non-argument node once (node {n})")));
+            }
+            position[n.index()] = i;
+        }
+        remat_graph::validate(graph, self.order).map_err(|e| PlanError::InvalidRequest(e.to_string()))?;
+        Ok(position)
+    }
+}
+
 /// Every strategy remat-opt knows, in `--help` order.
 pub static STRATEGIES: &[&dyn Planner] = &[&none::NoRemat, &greedy::GreedyRemat, &treewidth::TwRemat];
 

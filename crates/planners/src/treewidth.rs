@@ -46,7 +46,7 @@ impl Planner for TwRemat {
     fn plan(&self, request: &PlanRequest<'_>) -> Result<Schedule, PlanError> {
         let graph = request.graph;
         let options = request.options;
-        let rank = order_rank(graph, request.order)?;
+        let rank = request.order_positions()?;
         let heuristics: Vec<EliminationHeuristic> = match options.td_heuristic {
             Some(h) => vec![h],
             None => EliminationHeuristic::ALL.to_vec(),
@@ -108,21 +108,6 @@ impl Candidate {
             None => self.peak < other.peak || (self.peak == other.peak && self.cost < other.cost),
         }
     }
-}
-
-/// Each node's position in `order` (arguments last): the topological order Algorithm 1 uses.
-fn order_rank(graph: &Graph, order: &[NodeId]) -> Result<Vec<usize>, PlanError> {
-    let mut rank = vec![usize::MAX; graph.len()];
-    for (i, &n) in order.iter().enumerate() {
-        if n.index() >= graph.len() || graph.node(n).argument || rank[n.index()] != usize::MAX {
-            return Err(PlanError::InvalidRequest(format!("the base order must list every non-argument node once (node {n})")));
-        }
-        rank[n.index()] = i;
-    }
-    if let Some(missing) = graph.ids().find(|&n| !graph.node(n).argument && rank[n.index()] == usize::MAX) {
-        return Err(PlanError::InvalidRequest(format!("the base order misses node {missing}")));
-    }
-    Ok(rank)
 }
 
 /// TWRemat(k) on the whole graph: the outputs and dead values requested at the top level;

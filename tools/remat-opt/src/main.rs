@@ -155,11 +155,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
                 outputs.push(out);
                 reports.extend(report);
             }
-            // MLIR names a buffer parsed from memory "-"; name the real source instead.
-            Err(Failure(lines)) => failures.extend(lines.into_iter().map(|l| match l.strip_prefix("-:") {
-                Some(rest) => format!("{source_name}:{rest}"),
-                None => l,
-            })),
+            Err(Failure(lines)) => failures.extend(lines.into_iter().map(|l| name_source(l, &source_name))),
         }
     }
     if !failures.is_empty() {
@@ -182,6 +178,14 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     match &cli.output {
         Some(path) => write_atomically(path, output.as_bytes()).map_err(|e| error(&path.display().to_string(), e)),
         None => std::io::stdout().write_all(output.as_bytes()).map_err(|e| error("<stdout>", e)),
+    }
+}
+
+/// MLIR names a buffer parsed from memory "-"; names the real source instead.
+fn name_source(line: String, source_name: &str) -> String {
+    match line.strip_prefix("-:") {
+        Some(rest) => format!("{source_name}:{rest}"),
+        None => line,
     }
 }
 
@@ -277,8 +281,7 @@ fn process(cli: &Cli, options: &RematOptions, text: &str, source_name: &str, lin
     let imported = remat_mlir::import(&module, options.function.as_deref(), &options.import_options())?;
     for warning in &imported.warnings {
         match &warning.location {
-            // MLIR names a buffer parsed from memory "-"; name the real source instead.
-            Some(loc) => eprintln!("{}: warning: {}", loc.strip_prefix("-:").map_or(loc.clone(), |rest| format!("{source_name}:{rest}")), warning.message),
+            Some(loc) => eprintln!("{}: warning: {}", name_source(loc.clone(), source_name), warning.message),
             None => eprintln!("{source_name}: warning: {}", warning.message),
         }
     }
