@@ -150,7 +150,7 @@ fn inline_call(call: Op, callee: Op) -> Result<(), MlirError> {
     if args.len() != call_operands.len() {
         return Err(error_at(call, "call passes a different number of operands than the callee takes"));
     }
-    let mut map: IndexMap<usize, Val> = IndexMap::new();
+    let mut map: std::collections::HashMap<usize, Val> = std::collections::HashMap::new();
     for (a, &o) in args.iter().zip(&call_operands) {
         map.insert(ir::value_key(*a), o);
     }
@@ -162,18 +162,9 @@ fn inline_call(call: Op, callee: Op) -> Result<(), MlirError> {
         return Err(error_at(*terminator, "the callee's body must end in func.return"));
     }
     for &op in ops {
-        let clone = ir::clone_op(op);
-        ir::insert_before(caller_block, call, clone);
+        let clone = ir::clone_remapped(op, caller_block, call, &mut map);
         for o in std::iter::once(clone).chain(ir::nested_ops(clone)) {
             ir::set_location(o, ir::call_site_location(ir::location(o), call_loc));
-            for (i, v) in ir::operands(o).into_iter().enumerate() {
-                if let Some(&mapped) = map.get(&ir::value_key(v)) {
-                    ir::set_operand(o, i, mapped);
-                }
-            }
-        }
-        for (orig, new) in ir::results(op).into_iter().zip(ir::results(clone)) {
-            map.insert(ir::value_key(orig), new);
         }
     }
     let returned = ir::operands(*terminator);

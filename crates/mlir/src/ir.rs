@@ -420,3 +420,22 @@ pub fn create_op(name: &str, operands: &[Val], result_types: &[MlirType], attrib
 pub fn dense_i32_array_attribute(op: Op, values: &[i32]) -> MlirAttribute {
     unsafe { mlirDenseI32ArrayGet(mlirOperationGetContext(op), values.len() as isize, values.as_ptr()) }
 }
+
+/// Clones `op` (with its regions) before `reference` in `block`, pointing every operand found
+/// in `map` (value keys, the clone's nested ops included) at its mapped value, then maps
+/// `op`'s results to the clone's. Returns the clone.
+pub fn clone_remapped(op: Op, block: MlirBlock, reference: Op, map: &mut std::collections::HashMap<usize, Val>) -> Op {
+    let clone = clone_op(op);
+    insert_before(block, reference, clone);
+    for inner in std::iter::once(clone).chain(nested_ops(clone)) {
+        for (i, v) in operands(inner).into_iter().enumerate() {
+            if let Some(&mapped) = map.get(&value_key(v)) {
+                set_operand(inner, i, mapped);
+            }
+        }
+    }
+    for (orig, new) in results(op).into_iter().zip(results(clone)) {
+        map.insert(value_key(orig), new);
+    }
+    clone
+}

@@ -134,19 +134,7 @@ fn unroll(body: MlirBlock, op: Op, states: &TripStates) {
             map.insert(ir::value_key(arg), value);
         }
         for &o in body_ops {
-            let clone = ir::clone_op(o);
-            ir::insert_before(body, op, clone);
-            created.push(clone);
-            for inner in std::iter::once(clone).chain(ir::nested_ops(clone)) {
-                for (i, v) in ir::operands(inner).into_iter().enumerate() {
-                    if let Some(&mapped) = map.get(&ir::value_key(v)) {
-                        ir::set_operand(inner, i, mapped);
-                    }
-                }
-            }
-            for (orig, new) in ir::results(o).into_iter().zip(ir::results(clone)) {
-                map.insert(ir::value_key(orig), new);
-            }
+            created.push(ir::clone_remapped(o, body, op, &mut map));
         }
         current = yields.iter().map(|y| map.get(&ir::value_key(*y)).copied().unwrap_or(*y)).collect();
     }

@@ -127,7 +127,7 @@ pub fn smallest_feasible_budget(planner: &dyn Planner, graph: &Graph, order: &[N
 }
 
 /// The polishing pass, when on: toward the budget, or the plan's own peak without one.
-fn finish(graph: &Graph, schedule: Schedule, budget: Option<u64>, options: &PlannerOptions) -> Schedule {
+pub(crate) fn finish(graph: &Graph, schedule: Schedule, budget: Option<u64>, options: &PlannerOptions) -> Schedule {
     if !options.polish {
         return schedule;
     }

@@ -24,11 +24,10 @@
 //! * Impure nodes keep only their first execution (they may run once); their value stays
 //!   resident until its last use instead.
 //!
-//! Choosing k: with a budget, the cheapest plan (after [`polish`](crate::polish)) within it over
+//! Choosing k: with a budget, the cheapest plan (after [`polish`](crate::polish::polish)) within it over
 //! k ∈ {1, 2, 4, …, bags + 1} and both elimination heuristics; without one, the lowest peak.
 //! `--tw-stop` and `--td-heuristic` fix either.
 
-use crate::polish::polish;
 use crate::treedec::{EliminationHeuristic, SeparatorHierarchy, TreeDecomposition};
 use crate::{PlanError, PlanRequest, Planner};
 use remat_graph::{simulate, Graph, NodeId, Schedule};
@@ -64,15 +63,7 @@ impl Planner for TwRemat {
             tracing::debug!(heuristic = heuristic.name(), width = td.width(), bags = td.len(), "tree decomposition");
             for k in stops {
                 let raw = tw_schedule(graph, &hierarchy, &rank, request.order, k);
-                let polished = if options.polish {
-                    let target = match request.budget {
-                        Some(b) => b,
-                        None => simulate(graph, &raw).map(|s| s.peak_bytes).unwrap_or(u64::MAX),
-                    };
-                    polish(graph, &raw, target)
-                } else {
-                    raw.clone()
-                };
+                let polished = crate::finish(graph, raw.clone(), request.budget, options);
                 let sim = simulate(graph, &polished).map_err(|e| PlanError::InvalidRequest(format!("TWRemat produced an invalid schedule: {e}")))?;
                 let candidate = Candidate { peak: sim.peak_bytes, cost: sim.cost };
                 if best.as_ref().is_none_or(|(b, _)| candidate.better_than(b, request.budget)) {
