@@ -21,6 +21,7 @@ returns the loss then the new parameter leaves.
   mlp             f32 128x64           one-hot f32 128x10     none
   resnet          f32 NHWC 4x32x32x3   int32 labels [4]       scatter (loss backward)
   transformer     int32 tokens 8x16    int32 labels 8x16      scatter (loss, embedding backward)
+  transformer12   the same, 12 blocks  int32 labels 8x16      scatter (loss, embedding backward)
   mlp_checkpoint  f32 128x64           one-hot f32 128x10     optimization_barrier (jax.checkpoint)
   rnn_scan        f32 8x8x16 (T,B,I)   one-hot f32 8x10       while (lax.scan, forward and backward)
 
@@ -367,7 +368,7 @@ def transformer_forward(params, tokens):
     return h @ w + b  # [batch, seq, vocab]
 
 
-def transformer_specs():
+def transformer_specs(n_blocks=TF_BLOCKS):
     d = TF_D
 
     def ln():
@@ -383,7 +384,7 @@ def transformer_specs():
             "w2": spec(TF_MLP, d),
             "b2": spec(d),
         }
-        for _ in range(TF_BLOCKS)
+        for _ in range(n_blocks)
     ]
     params = {
         "embed": spec(TF_VOCAB, d),
@@ -435,6 +436,9 @@ MODELS = {
     "resnet": Model(resnet_forward, resnet_specs, softmax_xent_int, ("x", "labels")),
     "transformer": Model(transformer_forward, transformer_specs, softmax_xent_int,
                          ("tokens", "labels")),
+    # The same transformer, 12 blocks deep: the depth at which rematerialization pays.
+    "transformer12": Model(transformer_forward, lambda: transformer_specs(12), softmax_xent_int,
+                           ("tokens", "labels")),
     "mlp_checkpoint": Model(mlp_checkpoint_forward, mlp_specs, softmax_xent_onehot,
                             ("x", "y_onehot")),
     "rnn_scan": Model(rnn_forward, rnn_specs, softmax_xent_onehot, ("xs", "y_onehot")),

@@ -25,6 +25,7 @@ mod graph;
 pub mod json;
 pub mod random;
 mod simulate;
+pub mod training;
 pub mod units;
 
 pub use bounds::lower_bound;

@@ -11,6 +11,8 @@
 
 pub mod greedy;
 pub mod none;
+pub mod pathdec;
+pub mod pathwidth;
 pub mod polish;
 pub mod treedec;
 pub mod treewidth;
@@ -26,11 +28,14 @@ pub struct PlannerOptions {
     pub tw_stop: Option<usize>,
     /// Elimination heuristic for tree decompositions (`None`: try each).
     pub td_heuristic: Option<treedec::EliminationHeuristic>,
+    /// PWRemat(k): stop the recursion in decompositions with fewer than k bags (`None`:
+    /// choose k).
+    pub pw_stop: Option<usize>,
 }
 
 impl Default for PlannerOptions {
     fn default() -> Self {
-        PlannerOptions { polish: true, tw_stop: None, td_heuristic: None }
+        PlannerOptions { polish: true, tw_stop: None, td_heuristic: None, pw_stop: None }
     }
 }
 
@@ -85,7 +90,7 @@ impl PlanRequest<'_> {
 }
 
 /// Every strategy remat-opt knows, in `--help` order.
-pub static STRATEGIES: &[&dyn Planner] = &[&none::NoRemat, &greedy::GreedyRemat, &treewidth::TwRemat];
+pub static STRATEGIES: &[&dyn Planner] = &[&none::NoRemat, &greedy::GreedyRemat, &treewidth::TwRemat, &pathwidth::PwRemat];
 
 /// Looks a strategy up by its command-line name.
 pub fn strategy(name: &str) -> Option<&'static dyn Planner> {
@@ -139,6 +144,47 @@ pub(crate) fn finish(graph: &Graph, schedule: Schedule, budget: Option<u64>, opt
         },
     };
     polish::polish(graph, &schedule, target)
+}
+
+/// Picks one of a strategy's candidate schedules (one per knob setting): with a budget, the
+/// cheapest after polishing among those within it (else the lowest peak); without one, the
+/// lowest peak, then the cheapest after polishing. Returns the chosen raw schedule.
+///
+/// Polishing never lifts a peak above its target and only lowers cost, so only candidates
+/// that can win are polished: without a budget those at the lowest raw peak (the target is
+/// their own peak), with one those within it. That is what makes the k search affordable on
+/// graphs of 10⁴ nodes.
+pub(crate) fn choose_candidate(
+    graph: &Graph,
+    strategy: &str,
+    candidates: Vec<Schedule>,
+    budget: Option<u64>,
+    options: &PlannerOptions,
+) -> Result<Schedule, PlanError> {
+    let invalid = |e: remat_graph::ScheduleError| PlanError::InvalidRequest(format!("{strategy} produced an invalid schedule: {e}"));
+    let mut measured = Vec::with_capacity(candidates.len());
+    for schedule in candidates {
+        let sim = simulate(graph, &schedule).map_err(invalid)?;
+        measured.push((sim.peak_bytes, schedule));
+    }
+    let Some(lowest) = measured.iter().map(|m| m.0).min() else { return Ok(Vec::new()) };
+    let contenders: Vec<(u64, Schedule)> = match budget {
+        Some(b) if lowest <= b => measured.into_iter().filter(|m| m.0 <= b).collect(),
+        _ => measured.into_iter().filter(|m| m.0 == lowest).collect(),
+    };
+    let mut best: Option<((u64, f64), Schedule)> = None;
+    for (_, raw) in contenders {
+        let sim = simulate(graph, &finish(graph, raw.clone(), budget, options)).map_err(invalid)?;
+        let key = (sim.peak_bytes, sim.cost);
+        let better = |b: &(u64, f64)| match budget {
+            Some(limit) if key.0 <= limit && b.0 <= limit => key.1 < b.1 || (key.1 == b.1 && key.0 < b.0),
+            _ => key.0 < b.0 || (key.0 == b.0 && key.1 < b.1),
+        };
+        if best.as_ref().is_none_or(|(b, _)| better(b)) {
+            best = Some((key, raw));
+        }
+    }
+    Ok(best.map(|(_, s)| s).unwrap_or_default())
 }
 
 /// A plan measured against its budget.

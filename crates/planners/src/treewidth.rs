@@ -29,8 +29,8 @@
 //! `--tw-stop` and `--td-heuristic` fix either.
 
 use crate::treedec::{EliminationHeuristic, SeparatorHierarchy, TreeDecomposition};
-use crate::{PlanError, PlanRequest, Planner};
-use remat_graph::{simulate, Graph, NodeId, Schedule};
+use crate::{choose_candidate, PlanError, PlanRequest, Planner};
+use remat_graph::{Graph, NodeId, Schedule};
 
 /// Kumar et al.'s TWRemat (Algorithm 1) with the TWRemat(k) trade-off.
 pub struct TwRemat;
@@ -50,7 +50,7 @@ impl Planner for TwRemat {
             Some(h) => vec![h],
             None => EliminationHeuristic::ALL.to_vec(),
         };
-        let mut best: Option<(Candidate, Schedule)> = None;
+        let mut candidates = Vec::new();
         for heuristic in heuristics {
             let mut td = TreeDecomposition::from_elimination(graph, heuristic);
             td.compress();
@@ -62,42 +62,10 @@ impl Planner for TwRemat {
             };
             tracing::debug!(heuristic = heuristic.name(), width = td.width(), bags = td.len(), "tree decomposition");
             for k in stops {
-                let raw = tw_schedule(graph, &hierarchy, &rank, request.order, k);
-                let polished = crate::finish(graph, raw.clone(), request.budget, options);
-                let sim = simulate(graph, &polished).map_err(|e| PlanError::InvalidRequest(format!("TWRemat produced an invalid schedule: {e}")))?;
-                let candidate = Candidate { peak: sim.peak_bytes, cost: sim.cost };
-                if best.as_ref().is_none_or(|(b, _)| candidate.better_than(b, request.budget)) {
-                    best = Some((candidate, raw));
-                }
+                candidates.push(tw_schedule(graph, &hierarchy, &rank, request.order, k));
             }
         }
-        Ok(best.map(|(_, s)| s).unwrap_or_default())
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Candidate {
-    peak: u64,
-    cost: f64,
-}
-
-impl Candidate {
-    /// Within a budget: fitting beats not fitting, then lower cost, then lower peak. Without
-    /// one: lower peak, then lower cost.
-    fn better_than(&self, other: &Candidate, budget: Option<u64>) -> bool {
-        match budget {
-            Some(b) => {
-                let (fits, other_fits) = (self.peak <= b, other.peak <= b);
-                if fits != other_fits {
-                    return fits;
-                }
-                if !fits {
-                    return self.peak < other.peak || (self.peak == other.peak && self.cost < other.cost);
-                }
-                self.cost < other.cost || (self.cost == other.cost && self.peak < other.peak)
-            }
-            None => self.peak < other.peak || (self.peak == other.peak && self.cost < other.cost),
-        }
+        choose_candidate(graph, "TWRemat", candidates, request.budget, options)
     }
 }
 

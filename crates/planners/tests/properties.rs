@@ -3,6 +3,8 @@
 use proptest::prelude::*;
 use remat_graph::random::RandomDag;
 use remat_graph::{lower_bound, simulate};
+use remat_planners::pathdec::{add_spine, greedy_ordering, hamiltonian_path, PathDecomposition};
+use remat_planners::pathwidth::SpinedDecomposition;
 use remat_planners::polish::polish;
 use remat_planners::treedec::{EliminationHeuristic, SeparatorHierarchy, TreeDecomposition};
 use remat_planners::treewidth::tw_schedule;
@@ -95,5 +97,130 @@ proptest! {
             }
         }
     }
-}
 
+    /// Vertex-separation path decompositions are valid before and after compression (which
+    /// keeps the width and leaves at most n bags); Algorithm 2 adds a spine — a Hamiltonian
+    /// path, topological for the graph plus the added edges — keeping the decomposition valid
+    /// with bags at most 2·size + 1 (Theorem 8) whenever no interval had to grow left.
+    #[test]
+    fn path_decompositions_are_valid_and_spine_addition_keeps_theorem_8(seed in any::<u64>(), ops in 1usize..60) {
+        let g = RandomDag { ops, ..RandomDag::default() }.generate(seed);
+        let base = g.topological_schedule();
+        for ordering in [greedy_ordering(&g, &base), base.clone()] {
+            let mut pd = PathDecomposition::from_ordering(&g, &ordering);
+            prop_assert_eq!(pd.validate(&g, &[]), Ok(()));
+            let width = pd.width();
+            pd.compress();
+            prop_assert_eq!(pd.validate(&g, &[]), Ok(()));
+            prop_assert_eq!(pd.width(), width);
+            prop_assert!(pd.len() <= g.op_count());
+            let size = pd.width() + 1;
+            let spine = add_spine(&g, &mut pd);
+            prop_assert_eq!(pd.validate(&g, &spine.added), Ok(()));
+            // Theorem 8's bound, where its argument applies (see `pathdec::reach`).
+            prop_assert!(spine.stretched_left > 0 || pd.width() < 2 * size + 2, "bag size {} from {}", pd.width() + 1, size);
+            prop_assert_eq!(spine.order.len(), g.op_count());
+            let mut position = vec![usize::MAX; g.len()];
+            for (i, n) in spine.order.iter().enumerate() {
+                position[n.index()] = i;
+            }
+            for pair in spine.order.windows(2) {
+                prop_assert!(g.preds(pair[1]).contains(&pair[0]) || spine.added.contains(&(pair[0], pair[1])));
+            }
+            for n in spine.order.iter().copied() {
+                prop_assert!(g.preds(n).iter().all(|p| g.node(*p).argument || position[p.index()] < position[n.index()]));
+            }
+            if hamiltonian_path(&g).is_some() {
+                prop_assert!(spine.added.is_empty());
+            }
+        }
+    }
+
+    /// Lemmas 10 and 11 on long-spined graphs: with `c` a bag holding the last spine node,
+    /// last(·) never rises moving away from `c`; and for c ≤ k ≤ ℓ (and mirrored), the nodes
+    /// before last(X_ℓ) in X_k..X_ℓ, with pairs inside X_k and inside X_ℓ joined, have a long
+    /// spine and the restricted bags form a path decomposition one narrower.
+    #[test]
+    fn long_spined_decompositions_keep_lemmas_10_and_11(seed in any::<u64>(), ops in 2usize..30) {
+        let g = RandomDag { ops, view_percent: 0, ..RandomDag::default() }.generate(seed);
+        let problem = SpinedDecomposition::new(&g, &g.topological_schedule());
+        let n = problem.spine.order.len() as u32;
+        let size = problem.width + 1;
+        // G′ edges in spine indices: the graph's plus the spine's.
+        let mut index = vec![u32::MAX; g.len()];
+        for (i, v) in problem.spine.order.iter().enumerate() {
+            index[v.index()] = i as u32;
+        }
+        let mut edges: Vec<(u32, u32)> = (1..n).map(|i| (i - 1, i)).collect();
+        for v in problem.spine.order.iter().copied() {
+            edges.extend(g.preds(v).iter().filter(|p| !g.node(**p).argument).map(|p| (index[p.index()], index[v.index()])));
+        }
+        for side in [false, true] {
+            let mut bags = problem.bags.clone();
+            if side {
+                bags.reverse();
+            }
+            let last = |bag: &Vec<u32>| bag.last().copied();
+            let c = bags.iter().position(|b| b.contains(&(n - 1))).expect("the last node is in a bag");
+            for k in c..bags.len() {
+                for l in k..bags.len() {
+                    // Lemma 10.
+                    prop_assert!(last(&bags[k]) >= last(&bags[l]), "last(X{}) < last(X{})", k, l);
+                    // Lemma 11.
+                    let Some(bound) = last(&bags[l]) else { continue };
+                    let restricted: Vec<Vec<u32>> = bags[k..=l].iter().map(|b| b.iter().copied().filter(|&v| v < bound).collect()).collect();
+                    let mut nodes: Vec<u32> = restricted.iter().flatten().copied().collect();
+                    nodes.sort_unstable();
+                    nodes.dedup();
+                    for b in &restricted {
+                        prop_assert!(b.len() < size, "a restricted bag keeps {} of {}", b.len(), size);
+                    }
+                    let together = |a: u32, b: u32, bag: &Vec<u32>| bag.contains(&a) && bag.contains(&b);
+                    for pair in nodes.windows(2) {
+                        let (a, b) = (pair[0], pair[1]);
+                        prop_assert!(b == a + 1 || together(a, b, &bags[k]) || together(a, b, &bags[l]), "G'' has no spine edge {} -> {}", a, b);
+                    }
+                    let interval = |v: u32| {
+                        let held: Vec<usize> = (0..restricted.len()).filter(|&i| restricted[i].contains(&v)).collect();
+                        (held[0], held[held.len() - 1], held.len())
+                    };
+                    for &v in &nodes {
+                        let (first, last_bag, count) = interval(v);
+                        prop_assert_eq!(count, last_bag - first + 1, "node {} not in consecutive bags", v);
+                    }
+                    for &(a, b) in &edges {
+                        if nodes.binary_search(&a).is_ok() && nodes.binary_search(&b).is_ok() {
+                            prop_assert!(restricted.iter().any(|bag| bag.contains(&a) && bag.contains(&b)), "edge {} -> {} lost", a, b);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// PWRemat(k) is valid for `G′` (graph plus spine) for every k — every node's inputs,
+    /// spine predecessor included, were computed before it — and computes every node; k above
+    /// the number of bags computes each node exactly once.
+    #[test]
+    fn pw_remat_schedules_are_valid_for_every_stop(seed in any::<u64>(), ops in 1usize..40, stop in 1usize..12) {
+        let g = RandomDag { ops, impure_percent: 0, ..RandomDag::default() }.generate(seed);
+        let problem = SpinedDecomposition::new(&g, &g.topological_schedule());
+        let schedule = problem.schedule(&g, stop, usize::MAX).expect("no limit");
+        let mut position = vec![usize::MAX; g.len()];
+        for (i, v) in problem.spine.order.iter().enumerate() {
+            position[v.index()] = i;
+        }
+        let mut computed = vec![false; g.len()];
+        for &v in &schedule {
+            let spine_pred = position[v.index()].checked_sub(1).map(|i| problem.spine.order[i]);
+            for p in g.preds(v).iter().copied().filter(|p| !g.node(*p).argument).chain(spine_pred) {
+                prop_assert!(computed[p.index()], "PWRemat({}) computes {} before its input {}", stop, v, p);
+            }
+            computed[v.index()] = true;
+        }
+        prop_assert_eq!(computed.iter().filter(|&&c| c).count(), g.op_count());
+        prop_assert!(simulate(&g, &schedule).is_ok());
+        let once = problem.schedule(&g, problem.bags.len() + 1, usize::MAX).unwrap();
+        prop_assert_eq!(once.len(), g.op_count());
+    }
+}

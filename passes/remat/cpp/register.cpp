@@ -69,6 +69,11 @@ struct RematPass : public mlir::PassWrapper<RematPass, mlir::OperationPass<>> {
       llvm::cl::desc("Tree decomposition heuristic: min-fill or min-degree "
                      "(empty: try both)"),
       llvm::cl::init("")};
+  Option<std::string> pwStop{
+      *this, "pw-stop",
+      llvm::cl::desc("PWRemat(k): stop the recursion below k bags (empty: "
+                     "choose k)"),
+      llvm::cl::init("")};
   Option<std::string> polish{
       *this, "polish",
       llvm::cl::desc("Polish the plan: drop recomputations the target does "
@@ -85,13 +90,16 @@ struct RematPass : public mlir::PassWrapper<RematPass, mlir::OperationPass<>> {
         name(strategy.getArgStr()),    name(budget.getArgStr()),
         name(function.getArgStr()),    name(costModel.getArgStr()),
         name(unrollLimit.getArgStr()), name(twStop.getArgStr()),
-        name(tdHeuristic.getArgStr()), name(polish.getArgStr())};
+        name(tdHeuristic.getArgStr()), name(pwStop.getArgStr()),
+        name(polish.getArgStr())};
     const MlirStringRef values[] = {ref(strategy),    ref(budget),
                                     ref(function),    ref(costModel),
                                     ref(unrollLimit), ref(twStop),
-                                    ref(tdHeuristic), ref(polish)};
+                                    ref(tdHeuristic), ref(pwStop),
+                                    ref(polish)};
+    static_assert(std::size(names) == std::size(values));
     if (!rematCallback ||
-        !rematCallback(wrap(getOperation()), names, values, 8))
+        !rematCallback(wrap(getOperation()), names, values, std::size(names)))
       signalPassFailure();
   }
 };

@@ -1,6 +1,6 @@
 //! The pass's options, declared once: used by the `remat-opt` flags, the Rust API and the
 //! textual pipeline `remat{strategy=… budget=… function=… cost-model=… unroll-limit=…
-//! tw-stop=… td-heuristic=… polish=…}`. [`RematOptions::set`] parses every one of them by
+//! tw-stop=… td-heuristic=… pw-stop=… polish=…}`. [`RematOptions::set`] parses every one of them by
 //! its pipeline name; the command line and the C++ registration shim both go through it.
 
 use remat_graph::units::{parse_budget, Budget};
@@ -68,6 +68,13 @@ impl RematOptions {
             "unroll-limit" => self.unroll_limit = if value.is_empty() { DEFAULT_UNROLL_LIMIT } else { number("a number of iterations")? },
             "tw-stop" => {
                 self.planner.tw_stop = if value.is_empty() {
+                    None
+                } else {
+                    Some(number("a number of bags, at least 1")?.max(1))
+                }
+            }
+            "pw-stop" => {
+                self.planner.pw_stop = if value.is_empty() {
                     None
                 } else {
                     Some(number("a number of bags, at least 1")?.max(1))

@@ -63,6 +63,9 @@ struct Cli {
     /// Tree decomposition heuristic for `treewidth`: min-fill or min-degree (default: both).
     #[arg(long = "td-heuristic", value_name = "HEURISTIC")]
     td_heuristic: Option<String>,
+    /// PWRemat(k): stop the recursion in decompositions with fewer than K bags (default: choose K).
+    #[arg(long = "pw-stop", value_name = "K")]
+    pw_stop: Option<usize>,
     /// Keep the strategy's schedule as it is (no polishing pass).
     #[arg(long = "no-polish")]
     no_polish: bool,
@@ -192,6 +195,7 @@ fn name_source(line: String, source_name: &str) -> String {
 fn remat_options(cli: &Cli) -> Result<RematOptions, String> {
     let mut options = RematOptions::default();
     let tw_stop = cli.tw_stop.map(|k| k.to_string()).unwrap_or_default();
+    let pw_stop = cli.pw_stop.map(|k| k.to_string()).unwrap_or_default();
     for (name, value) in [
         ("strategy", cli.strategy.as_str()),
         ("budget", cli.budget.as_deref().unwrap_or("")),
@@ -200,6 +204,7 @@ fn remat_options(cli: &Cli) -> Result<RematOptions, String> {
         ("unroll-limit", &cli.unroll_limit.to_string()),
         ("tw-stop", &tw_stop),
         ("td-heuristic", cli.td_heuristic.as_deref().unwrap_or("")),
+        ("pw-stop", &pw_stop),
         ("polish", if cli.no_polish { "false" } else { "true" }),
     ] {
         options.set(name, value)?;
