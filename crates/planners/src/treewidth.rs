@@ -25,7 +25,8 @@
 //!   resident until its last use instead.
 //!
 //! Choosing k: with a budget, the cheapest plan (after [`polish`](crate::polish::polish)) within it over
-//! k ∈ {1, 2, 4, …, bags + 1} and both elimination heuristics; without one, the lowest peak.
+//! k ∈ {1, 2, 4, …, bags + 1} and both elimination heuristics; without one, the lowest peak
+//! (`choose_candidate` in the crate root).
 //! `--tw-stop` and `--td-heuristic` fix either.
 
 use crate::treedec::{EliminationHeuristic, SeparatorHierarchy, TreeDecomposition};

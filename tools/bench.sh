@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Re-runs the planner benchmarks of docs/bench/README.md (tables to stdout, plots to
+# docs/bench/). Release build; about two minutes on 2 cores. Run tools/setup.sh first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target=${CARGO_TARGET_DIR:-target}
+cargo build --release -p remat-bench -p remat-opt
+graphs=$(mktemp -d); trap 'rm -rf "$graphs"' EXIT
+for name in mlp.linalg rnn_scan.linalg transformer.linalg transformer.stablehlo resnet.linalg resnet.stablehlo transformer12.linalg transformer12.stablehlo; do
+  "$target/release/remat-opt" "examples/$name.mlir" --remat=none --emit=graph-json -o "$graphs/$name.json"
+done
+bench="$target/release/remat-bench"
+"$bench" depth --svg docs/bench/depth.svg
+"$bench" depth --residual --svg docs/bench/depth-residual.svg
+"$bench" compare "$graphs"/*.json
+"$bench" compare "$graphs"/transformer12.*.json --strategies treewidth,greedy --budget 28.7
+"$bench" tradeoff "$graphs/resnet.linalg.json" --svg docs/bench/resnet-tradeoff.svg
+"$bench" decompose "$graphs"/*.json
+"$bench" scale --strategies treewidth,pathwidth --svg docs/bench/scale.svg
