@@ -23,21 +23,8 @@ pub struct PathDecomposition {
 }
 
 /// The skeleton's neighbour lists (non-argument nodes only, sorted, no duplicates).
-pub(crate) fn neighbours(graph: &Graph) -> Vec<Vec<u32>> {
-    let mut adjacency: Vec<Vec<u32>> = vec![Vec::new(); graph.len()];
-    for n in graph.ids().filter(|&n| !graph.node(n).argument) {
-        for &p in graph.preds(n) {
-            if !graph.node(p).argument && p != n {
-                adjacency[n.index()].push(p.0);
-                adjacency[p.index()].push(n.0);
-            }
-        }
-    }
-    for list in &mut adjacency {
-        list.sort_unstable();
-        list.dedup();
-    }
-    adjacency
+fn neighbours(graph: &Graph) -> Vec<Vec<u32>> {
+    crate::treedec::skeleton(graph).into_iter().map(|set| set.into_iter().collect()).collect()
 }
 
 /// An ordering of the non-argument nodes with small vertex separation: starting from the first

@@ -194,6 +194,10 @@ impl View {
     fn position(self, j: usize) -> usize {
         if self.reversed { self.hi - 1 - j } else { self.lo + j }
     }
+    /// The walking-order index of bag position `position` (the inverse of [`View::position`]).
+    fn index_of(self, position: usize) -> usize {
+        if self.reversed { self.hi - 1 - position } else { position - self.lo }
+    }
     /// Bags `j0..j1` in walking order.
     fn part(self, j0: usize, j1: usize) -> View {
         if self.reversed {
@@ -258,7 +262,7 @@ impl PwSchedule<'_> {
         let (l, r) = (l.max(view.lo), r.min(view.hi - 1));
         let middle = (view.lo + view.hi - 1) / 2;
         let position = middle.clamp(l, r);
-        let i = if view.reversed { view.hi - 1 - position } else { position - view.lo };
+        let i = view.index_of(position);
         let bag: Vec<u32> = self.bag(view, i).to_vec();
         let mut tuples = self.interleaved(&bag, view.part(0, i).flipped(), known)?;
         tuples.extend(self.interleaved(&bag, view.part(i + 1, view.len()), known)?);

@@ -52,7 +52,7 @@ pub struct TreeDecomposition {
 }
 
 /// The undirected skeleton: neighbours of every non-argument node.
-fn skeleton(graph: &Graph) -> Vec<BTreeSet<u32>> {
+pub(crate) fn skeleton(graph: &Graph) -> Vec<BTreeSet<u32>> {
     let mut adjacency = vec![BTreeSet::new(); graph.len()];
     for n in graph.ids().filter(|&n| !graph.node(n).argument) {
         for &p in graph.preds(n) {
