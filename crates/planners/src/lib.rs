@@ -9,6 +9,8 @@
 
 #![deny(missing_docs)]
 
+pub mod acg;
+pub mod division;
 pub mod greedy;
 pub mod none;
 pub mod pathdec;
@@ -90,7 +92,7 @@ impl PlanRequest<'_> {
 }
 
 /// Every strategy remat-opt knows, in `--help` order.
-pub static STRATEGIES: &[&dyn Planner] = &[&none::NoRemat, &greedy::GreedyRemat, &treewidth::TwRemat, &pathwidth::PwRemat];
+pub static STRATEGIES: &[&dyn Planner] = &[&none::NoRemat, &greedy::GreedyRemat, &treewidth::TwRemat, &pathwidth::PwRemat, &acg::AcgRemat];
 
 /// Looks a strategy up by its command-line name.
 pub fn strategy(name: &str) -> Option<&'static dyn Planner> {
