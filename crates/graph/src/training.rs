@@ -67,6 +67,233 @@ impl FeedForward {
     }
 }
 
+/// The shape of a generated convolutional network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Architecture {
+    /// VGG: stages of `conv → relu` layers, each stage ending in a pool. A chain.
+    Vgg,
+    /// ResNet: basic blocks `relu(x + bn(conv(relu(bn(conv(x))))))`; the first block of a
+    /// stage takes its shortcut through a strided convolution.
+    ResNet,
+    /// DenseNet: dense blocks whose every layer `conv(relu(bn(·)))` reads the concatenation
+    /// of the block input and all earlier layers' outputs, joined by transitions
+    /// `pool(conv(relu(bn(·))))`.
+    DenseNet,
+}
+
+/// A generated CNN training step: forward (marked `backward: false`), a scalar loss, the
+/// backward pass and an SGD update per convolution, shaped like the networks of Feng &
+/// Huang's Table 1.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConvNet {
+    /// The family.
+    pub architecture: Architecture,
+    /// Layers (VGG), blocks (ResNet) or dense layers (DenseNet) per stage.
+    pub stages: Vec<usize>,
+    /// Bytes of a first-stage activation; each of the first four stages halves it (a quarter
+    /// of the pixels, twice the channels).
+    pub activation_bytes: u64,
+}
+
+impl ConvNet {
+    /// A network of the family with these stages and 1 MiB first-stage activations.
+    pub fn new(architecture: Architecture, stages: &[usize]) -> Self {
+        ConvNet { architecture, stages: stages.to_vec(), activation_bytes: 1 << 20 }
+    }
+    /// VGG-16's layout: 2, 2, 3 and 3 + 3 convolutions per stage.
+    pub fn vgg16() -> Self {
+        Self::new(Architecture::Vgg, &[2, 2, 3, 6])
+    }
+    /// ResNet-34's layout: 3, 4, 6, 3 basic blocks.
+    pub fn resnet34() -> Self {
+        Self::new(Architecture::ResNet, &[3, 4, 6, 3])
+    }
+    /// DenseNet-121's layout: 6, 12, 24, 16 dense layers.
+    pub fn densenet121() -> Self {
+        Self::new(Architecture::DenseNet, &[6, 12, 24, 16])
+    }
+
+    /// The networks of Feng & Huang's Table 1 by name (`vgg11` … `densenet201`), with basic
+    /// residual blocks throughout and VGG's last two stages folded into one.
+    pub fn named(name: &str) -> Option<Self> {
+        let (architecture, stages): (Architecture, &[usize]) = match name {
+            "vgg11" => (Architecture::Vgg, &[1, 1, 2, 4]),
+            "vgg13" => (Architecture::Vgg, &[2, 2, 2, 4]),
+            "vgg16" => (Architecture::Vgg, &[2, 2, 3, 6]),
+            "vgg19" => (Architecture::Vgg, &[2, 2, 4, 8]),
+            "resnet18" => (Architecture::ResNet, &[2, 2, 2, 2]),
+            "resnet34" | "resnet50" => (Architecture::ResNet, &[3, 4, 6, 3]),
+            "resnet101" => (Architecture::ResNet, &[3, 4, 23, 3]),
+            "resnet152" => (Architecture::ResNet, &[3, 8, 36, 3]),
+            "densenet121" => (Architecture::DenseNet, &[6, 12, 24, 16]),
+            "densenet169" => (Architecture::DenseNet, &[6, 12, 32, 32]),
+            "densenet201" => (Architecture::DenseNet, &[6, 12, 48, 32]),
+            _ => return None,
+        };
+        Some(Self::new(architecture, stages))
+    }
+
+    /// The step's graph.
+    pub fn generate(&self) -> Graph {
+        let mut net = Autodiff::default();
+        let x = net.g.add(NodeSpec::argument("x", self.activation_bytes), &[]);
+        let mut h = net.conv("stem", x, self.activation_bytes);
+        for (stage, &count) in self.stages.iter().enumerate() {
+            let a = self.activation_bytes >> stage.min(4);
+            match self.architecture {
+                Architecture::Vgg => {
+                    for layer in 0..count {
+                        let c = net.conv(&format!("conv{stage}_{layer}"), h, a);
+                        h = net.unary(&format!("relu{stage}_{layer}"), Op::Relu, c, a);
+                    }
+                    h = net.unary(&format!("pool{stage}"), Op::Pool, h, a / 2);
+                }
+                Architecture::ResNet => {
+                    for block in 0..count {
+                        let name = format!("{stage}_{block}");
+                        let shortcut = if block == 0 && stage > 0 { net.conv(&format!("down{name}"), h, a) } else { h };
+                        let c1 = net.conv(&format!("conv{name}a"), h, a);
+                        let b1 = net.unary(&format!("bn{name}a"), Op::Norm, c1, a);
+                        let r1 = net.unary(&format!("relu{name}a"), Op::Relu, b1, a);
+                        let c2 = net.conv(&format!("conv{name}b"), r1, a);
+                        let b2 = net.unary(&format!("bn{name}b"), Op::Norm, c2, a);
+                        let sum = net.add(&format!("add{name}"), b2, shortcut, a);
+                        h = net.unary(&format!("relu{name}"), Op::Relu, sum, a);
+                    }
+                }
+                Architecture::DenseNet => {
+                    // The block input and each layer's output are a quarter of a stage
+                    // activation; a concatenation owns the sum of its inputs.
+                    let growth = (a / 4).max(1);
+                    let mut features = vec![(h, growth)];
+                    for layer in 0..count {
+                        let name = format!("{stage}_{layer}");
+                        let input = net.concat(&format!("cat{name}"), &features);
+                        let bytes = features.iter().map(|f| f.1).sum();
+                        let b = net.unary(&format!("bn{name}"), Op::Norm, input, bytes);
+                        let r = net.unary(&format!("relu{name}"), Op::Relu, b, bytes);
+                        features.push((net.conv(&format!("conv{name}"), r, growth), growth));
+                    }
+                    let out = net.concat(&format!("out{stage}"), &features);
+                    let bytes = features.iter().map(|f| f.1).sum();
+                    let b = net.unary(&format!("bn_t{stage}"), Op::Norm, out, bytes);
+                    let r = net.unary(&format!("relu_t{stage}"), Op::Relu, b, bytes);
+                    let c = net.conv(&format!("conv_t{stage}"), r, growth * 2);
+                    h = net.unary(&format!("pool_t{stage}"), Op::Pool, c, growth);
+                }
+            }
+        }
+        let logits = net.conv("fc", h, 4096);
+        net.finish(logits)
+    }
+}
+
+/// Forward ops of the generated networks, by what their gradient reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    /// Reads its input and weight: `dx = convᵀ(dy, w)`, `w' = w − η·corr(x, dy)`.
+    Conv { weight: NodeId },
+    /// `dx = dy · (y > 0)`: reads its output.
+    Relu,
+    /// Batch norm and pooling read their input.
+    Norm,
+    Pool,
+    /// `dx = dy` for both inputs: reads nothing (Feng & Huang's assumption 2 holds).
+    Add,
+    /// `dx_i = dy[slice i]`: views of the gradient.
+    Concat,
+}
+
+/// A forward pass recorded for reverse-mode differentiation.
+#[derive(Default)]
+struct Autodiff {
+    g: GraphBuilder,
+    /// (op, inputs, output, bytes) in forward order.
+    tape: Vec<(Op, Vec<NodeId>, NodeId, u64)>,
+}
+
+impl Autodiff {
+    fn record(&mut self, name: &str, op: Op, inputs: &[NodeId], bytes: u64, cost: f64) -> NodeId {
+        let mut preds = inputs.to_vec();
+        if let Op::Conv { weight } = op {
+            preds.push(weight);
+        }
+        let out = self.g.add(NodeSpec::op(name, bytes, cost), &preds);
+        self.tape.push((op, inputs.to_vec(), out, bytes));
+        out
+    }
+    fn conv(&mut self, name: &str, x: NodeId, bytes: u64) -> NodeId {
+        let weight = self.g.add(NodeSpec::argument(format!("{name}.w"), (bytes / 16).max(64)), &[]);
+        self.record(name, Op::Conv { weight }, &[x], bytes, 9.0 * bytes as f64)
+    }
+    fn unary(&mut self, name: &str, op: Op, x: NodeId, bytes: u64) -> NodeId {
+        self.record(name, op, &[x], bytes, bytes as f64)
+    }
+    fn add(&mut self, name: &str, a: NodeId, b: NodeId, bytes: u64) -> NodeId {
+        self.record(name, Op::Add, &[a, b], bytes, bytes as f64)
+    }
+    fn concat(&mut self, name: &str, parts: &[(NodeId, u64)]) -> NodeId {
+        if parts.len() == 1 {
+            return parts[0].0;
+        }
+        let inputs: Vec<NodeId> = parts.iter().map(|p| p.0).collect();
+        let bytes = parts.iter().map(|p| p.1).sum::<u64>();
+        self.record(name, Op::Concat, &inputs, bytes, bytes as f64)
+    }
+
+    /// Adds the loss, the backward pass (gradients summed where a value has several uses)
+    /// and the updates.
+    fn finish(mut self, logits: NodeId) -> Graph {
+        let loss = self.g.add(NodeSpec::op("loss", 4, 1.0).output(), &[logits]);
+        let bytes_of = |tape: &[(Op, Vec<NodeId>, NodeId, u64)], v: NodeId| tape.iter().find(|t| t.2 == v).map_or(0, |t| t.3);
+        let mut grads: std::collections::HashMap<NodeId, Vec<NodeId>> = std::collections::HashMap::new();
+        let seed = self.g.add(NodeSpec::op("dloss", bytes_of(&self.tape, logits), 1.0).backward(true), &[loss, logits]);
+        grads.insert(logits, vec![seed]);
+        let tape = std::mem::take(&mut self.tape);
+        for (i, (op, inputs, out, bytes)) in tape.iter().enumerate().rev() {
+            let Some(parts) = grads.remove(out) else { continue };
+            let name = self.g.node_mut(*out).name.clone();
+            let dy = if parts.len() == 1 {
+                parts[0]
+            } else {
+                self.g.add(NodeSpec::op(format!("d{name}.sum"), *bytes, (*bytes * parts.len() as u64) as f64).backward(true), &parts)
+            };
+            let mut contribute = |g: &mut GraphBuilder, x: NodeId, reads: &[NodeId], view: bool| {
+                if tape[..i].iter().all(|t| t.2 != x) {
+                    return; // the network input: no gradient needed
+                }
+                let bytes = bytes_of(&tape, x);
+                let mut spec = NodeSpec::op(format!("d{name}/{}", g.node_mut(x).name), if view { 0 } else { bytes }, bytes as f64).backward(true);
+                if view {
+                    spec = spec.view_of(reads[0]);
+                }
+                let d = g.add(spec, reads);
+                grads.entry(x).or_default().push(d);
+            };
+            match *op {
+                Op::Conv { weight } => {
+                    let wb = self.g.node_mut(weight).bytes;
+                    self.g.add(NodeSpec::op(format!("{name}.w_new"), wb, 9.0 * *bytes as f64).backward(true).output(), &[weight, dy, inputs[0]]);
+                    contribute(&mut self.g, inputs[0], &[dy, weight], false);
+                }
+                Op::Relu => contribute(&mut self.g, inputs[0], &[dy, *out], false),
+                Op::Norm | Op::Pool => contribute(&mut self.g, inputs[0], &[dy, inputs[0]], false),
+                Op::Add => {
+                    for &x in inputs {
+                        grads.entry(x).or_default().push(dy);
+                    }
+                }
+                Op::Concat => {
+                    for &x in inputs {
+                        contribute(&mut self.g, x, &[dy], true);
+                    }
+                }
+            }
+        }
+        self.g.finish().expect("edges point backwards, so the graph is a DAG")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,5 +316,18 @@ mod tests {
         let residual = FeedForward::residual(8).generate();
         assert_eq!(residual.op_count(), plain.op_count() + 7 * 2);
         assert_eq!(residual.outputs().count(), 9);
+    }
+
+    #[test]
+    fn conv_nets_have_a_forward_pass_a_loss_and_an_update_per_convolution() {
+        for net in [ConvNet::vgg16(), ConvNet::resnet34(), ConvNet::densenet121()] {
+            let g = net.generate();
+            let convs = g.nodes().iter().filter(|n| n.name.ends_with(".w_new")).count();
+            assert!(g.outputs().count() == convs + 1, "{net:?}");
+            assert!(g.nodes().iter().any(|n| n.name == "loss" && !n.backward));
+            let forward = g.nodes().iter().filter(|n| !n.argument && !n.backward).count();
+            assert!(forward > 10, "{net:?}: {forward}");
+            simulate(&g, &g.topological_schedule()).unwrap();
+        }
     }
 }

@@ -240,18 +240,20 @@ impl Reducer {
         (u, w, node)
     }
 
-    /// A node's branches for a parallel merge: its own children when it is already parallel.
-    fn branches(&self, node: usize) -> Vec<usize> {
+    /// A node's branches for a parallel merge: its own children when it is already parallel
+    /// (taken: the merged node supersedes it, so chains of merges stay linear).
+    fn branches(&mut self, node: usize) -> Vec<usize> {
         match self.nodes[node].division {
-            Division::Parallel => self.nodes[node].children.clone(),
+            Division::Parallel => std::mem::take(&mut self.nodes[node].children),
             _ => vec![node],
         }
     }
 
-    /// A node's segments and splitting vertices for a series merge.
-    fn segments(&self, node: usize) -> (Vec<usize>, Vec<u32>) {
-        match &self.nodes[node].division {
-            Division::Series { splits } => (self.nodes[node].children.clone(), splits.clone()),
+    /// A node's segments and splitting vertices for a series merge (taken likewise).
+    fn segments(&mut self, node: usize) -> (Vec<usize>, Vec<u32>) {
+        let ClosedSet { division, children, .. } = &mut self.nodes[node];
+        match division {
+            Division::Series { splits } => (std::mem::take(children), std::mem::take(splits)),
             _ => (vec![node], Vec::new()),
         }
     }

@@ -47,7 +47,8 @@ fn series_parallel_like(seed: u64, grow: usize, extra_percent: u64) -> TwoTermin
             let a = rng.below(position.len() as u64) as usize;
             let b = rng.below(position.len() as u64) as usize;
             let (a, b) = if position[a] < position[b] { (a, b) } else { (b, a) };
-            if a != b && !edges.contains(&(a, b)) {
+            // Equal positions (the same split of the same edge twice) have no order to follow.
+            if position[a] < position[b] && !edges.contains(&(a, b)) {
                 edges.push((a, b));
             }
         }

@@ -7,7 +7,12 @@
 //! * `scale`: planning time vs graph size (generated residual networks).
 //! * `tradeoff GRAPH`: the TWRemat(k) memory/length curve (Kumar et al. Figure 4).
 //! * `compare GRAPH…`: peak reduction and recompute overhead, raw and polished, per strategy.
+//! * `reforward GRAPH…`: Re-forwarding (ACG) beside none, greedy and Chen's √n checkpoints:
+//!   Eqn. 1 objective, simulated peak and overhead (Feng & Huang Table 1). A GRAPH is a graph
+//!   JSON file or a generated network's name (`vgg16`, `resnet34`, `densenet121`, …).
+//! * `reforward-time`: ACG solver time vs forward vertices on generated networks (Table 2).
 
+mod reforward;
 mod svg;
 
 use clap::{Parser, Subcommand};
@@ -63,6 +68,16 @@ enum Command {
     /// topological orderings), and path after spine addition.
     Decompose { graphs: Vec<PathBuf> },
     /// Peak reduction and recompute overhead (raw and polished) per strategy and graph.
+    /// Re-forwarding beside none, greedy and Chen's √n checkpoints (Feng & Huang Table 1).
+    Reforward { graphs: Vec<String> },
+    /// ACG solver time vs forward vertices on generated VGG, ResNet and DenseNet steps.
+    ReforwardTime {
+        /// Target forward vertex counts.
+        #[arg(long, value_delimiter = ',', default_value = "100,250,500,1000,2500,5000")]
+        sizes: Vec<usize>,
+        #[arg(long)]
+        svg: Option<PathBuf>,
+    },
     Compare {
         graphs: Vec<PathBuf>,
         #[arg(long, value_delimiter = ',', default_value = "greedy,treewidth,pathwidth")]
@@ -81,6 +96,8 @@ fn main() {
         Command::Tradeoff { graph, svg } => tradeoff(&graph, svg),
         Command::Decompose { graphs } => decompose(&graphs),
         Command::Compare { graphs, strategies, budget } => compare(&graphs, &strategies, budget),
+        Command::Reforward { graphs } => reforward::table(&graphs),
+        Command::ReforwardTime { sizes, svg } => reforward::timing(&sizes, svg),
     };
     if let Err(message) = result {
         eprintln!("remat-bench: error: {message}");
@@ -128,12 +145,12 @@ fn measure_within(name: &str, graph: &Graph, options: &PlannerOptions, budget_pe
     })
 }
 
-fn read_graph(path: &PathBuf) -> Result<Graph, String> {
+pub(crate) fn read_graph(path: &PathBuf) -> Result<Graph, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     remat_graph::json::read_graph(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-fn write_svg(path: Option<PathBuf>, document: impl FnOnce() -> String) -> Result<(), String> {
+pub(crate) fn write_svg(path: Option<PathBuf>, document: impl FnOnce() -> String) -> Result<(), String> {
     if let Some(path) = path {
         std::fs::write(&path, document()).map_err(|e| format!("{}: {e}", path.display()))?;
         println!("\nplot: {}", path.display());
