@@ -5,7 +5,8 @@
 #   bash tools/measure-examples.sh [EXAMPLE.mlir ...]   (default: every runnable example)
 #
 # Strategies: none, and greedy at a 50% budget (greedy without a budget when 50% is below
-# what greedy can reach). Needs the debug build (tools/setup.sh).
+# what greedy can reach); set STRATEGIES (comma-separated, e.g. STRATEGIES=acg,treewidth) to
+# run others. Needs the debug build (tools/setup.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin=${CARGO_TARGET_DIR:-target}/debug
@@ -15,7 +16,8 @@ files=("$@")
 printf "| example | strategy | planned peak | measured peak | measured − planned | recomputed ops | run seconds | outputs |\n|---|---|---|---|---|---|---|---|\n"
 status=0
 for f in "${files[@]}"; do
-  for strategy in none "greedy --budget=50%"; do
+  IFS=, read -ra strategies <<<"${STRATEGIES:-none,greedy --budget=50%}"
+  for strategy in "${strategies[@]}"; do
     label=${strategy/ --budget=/ @}
     if ! $bin/remat-opt "$f" --remat=$strategy --report-json=$tmp/r.json -o $tmp/out.mlir 2>$tmp/err; then
       if grep -q "smallest budget" $tmp/err && [ "$label" != none ]; then

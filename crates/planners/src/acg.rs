@@ -127,9 +127,30 @@ impl ForwardPart {
     }
 }
 
-/// The bytes that storing `v` keeps resident: a view keeps its storage root.
+/// The bytes that storing `v` keeps resident: a view keeps its storage root (nothing when
+/// that is an argument, resident anyway).
 pub fn stored_bytes(graph: &Graph, v: NodeId) -> u64 {
-    graph.node(graph.storage_root(v)).bytes
+    let root = graph.node(graph.storage_root(v));
+    if root.argument {
+        0
+    } else {
+        root.bytes
+    }
+}
+
+/// The nearest common ancestor of `a` and `b` in a (post-)dominator tree given by `parent`,
+/// where `rank` orders vertices topologically; dominators rank lower (`toward_source`),
+/// post-dominators higher.
+fn meet(parent: &[u32], rank: &[i64], mut a: u32, mut b: u32, toward_source: bool) -> u32 {
+    while a != b {
+        let a_deeper = if toward_source { rank[a as usize] > rank[b as usize] } else { rank[a as usize] < rank[b as usize] };
+        if a_deeper {
+            a = parent[a as usize];
+        } else {
+            b = parent[b as usize];
+        }
+    }
+    a
 }
 
 /// A stored set and its segments, per graph node.
@@ -155,93 +176,210 @@ pub struct ReforwardProblem {
     /// Inputs of multi-input forward ops that the rest of the step reads (assumption 2).
     multi_input: Vec<bool>,
     forward: Vec<bool>,
+    /// Forward nodes left out of the DAG and stored, and their bytes.
+    always_stored: Vec<NodeId>,
+    detached_bytes: u64,
 }
 
 impl ReforwardProblem {
     /// Builds the forward DAG and its division tree.
-    pub fn new(graph: &Graph, forward: &ForwardPart) -> ReforwardProblem {
-        let n = forward.nodes.len();
-        let sink = n as u32 + 1;
-        let mut vertex_of = vec![u32::MAX; graph.len()];
-        let mut vertex_node = vec![None; n + 2];
-        for (i, &v) in forward.nodes.iter().enumerate() {
-            vertex_of[v.index()] = i as u32 + 1;
-            vertex_node[i + 1] = Some(v);
+    ///
+    /// Forward values computed from arguments alone (bias broadcasts, the first layer) are
+    /// *free sources*: hanging them all from the virtual source would put an edge from it
+    /// into every layer and leave no closed set but the whole pass. Each is hung instead from
+    /// the nearest common dominator of its readers (it can be recomputed anywhere, so inside
+    /// their closed set), computed on the forward DAG without free sources. Symmetrically, a
+    /// non-output value nothing in the forward pass reads (graph JSON can mark such) feeds the
+    /// nearest common post-dominator of its inputs instead of the virtual sink.
+    ///
+    /// Free sources that own no bytes (constants, views of arguments) are left out of the DAG
+    /// and kept: one constant read by every layer would otherwise tie all layers into one
+    /// closed set. (A free source with bytes read from many blocks — a mask, a position table
+    /// — still does: its anchor is their common dominator.)
+    pub fn new(graph: &Graph, full: &ForwardPart) -> ReforwardProblem {
+        let detached = |v: NodeId| stored_bytes(graph, v) == 0 && graph.preds(v).iter().all(|p| !full.contains[p.index()]);
+        let always_stored: Vec<NodeId> = full.nodes.iter().copied().filter(|&v| detached(v)).collect();
+        let mut contains = full.contains.clone();
+        for &v in &full.nodes {
+            contains[v.index()] = !detached(v);
         }
-        let fwd = |v: NodeId| forward.contains[v.index()];
-        let mut edges = Vec::new();
+        let forward = &ForwardPart { nodes: full.nodes.iter().copied().filter(|v| contains[v.index()]).collect(), contains };
+        let n = forward.nodes.len();
+        let mut local = vec![u32::MAX; graph.len()];
+        for (i, &v) in forward.nodes.iter().enumerate() {
+            local[v.index()] = i as u32;
+        }
+        let related = |list: &[NodeId]| -> Vec<u32> {
+            let mut out: Vec<u32> = list.iter().filter(|p| forward.contains[p.index()]).map(|p| local[p.index()]).collect();
+            out.sort_unstable();
+            out.dedup();
+            out
+        };
+        let preds: Vec<Vec<u32>> = forward.nodes.iter().map(|&v| related(graph.preds(v))).collect();
+        let succs: Vec<Vec<u32>> = forward.nodes.iter().map(|&v| related(graph.succs(v))).collect();
+        let output = |i: usize| graph.node(forward.nodes[i]).output;
+        let any_output_sink = (0..n).any(|i| succs[i].is_empty() && output(i));
+        let mut free_source: Vec<bool> = preds.iter().map(Vec::is_empty).collect();
+        let mut free_sink: Vec<bool> = (0..n).map(|i| succs[i].is_empty() && any_output_sink && !output(i)).collect();
+        if (0..n).all(|i| free_source[i] || free_sink[i]) {
+            free_source = vec![false; n];
+            free_sink = vec![false; n];
+        }
+        let core = |i: u32| !free_source[i as usize] && !free_sink[i as usize];
+        // Dominators and post-dominators of the core (program order is topological); the
+        // virtual source is index n, the virtual sink n + 1.
+        let (source, sink) = (n as u32, n as u32 + 1);
+        let mut idom = vec![u32::MAX; n + 2];
+        let mut rank: Vec<i64> = (0..n as i64).chain([-1, n as i64]).collect();
+        rank[n] = -1;
+        for i in 0..n {
+            if core(i as u32) {
+                let mut d = u32::MAX;
+                for &p in preds[i].iter().filter(|&&p| core(p)) {
+                    d = if d == u32::MAX { p } else { meet(&idom, &rank, d, p, true) };
+                }
+                idom[i] = if d == u32::MAX { source } else { d };
+            }
+        }
+        let mut ipdom = vec![u32::MAX; n + 2];
+        for i in (0..n).rev() {
+            if core(i as u32) {
+                let mut d = u32::MAX;
+                for &q in succs[i].iter().filter(|&&q| core(q)) {
+                    d = if d == u32::MAX { q } else { meet(&ipdom, &rank, d, q, false) };
+                }
+                ipdom[i] = if d == u32::MAX { sink } else { d };
+            }
+        }
+        let mut edges: Vec<(u32, u32)> = Vec::new();
+        for i in 0..n {
+            let x = i as u32;
+            if free_source[i] {
+                let readers = &succs[i];
+                let anchor = if readers.iter().all(|&r| core(r)) && !readers.is_empty() {
+                    readers.iter().map(|&r| idom[r as usize]).reduce(|a, b| meet(&idom, &rank, a, b, true)).unwrap()
+                } else {
+                    source
+                };
+                edges.push((anchor, x));
+            } else {
+                edges.extend(preds[i].iter().map(|&p| (p, x)));
+                if core(x) && preds[i].iter().all(|&p| !core(p)) {
+                    edges.push((source, x));
+                }
+            }
+            if free_sink[i] {
+                let inputs = &preds[i];
+                let anchor = if inputs.iter().all(|&p| core(p)) && !inputs.is_empty() {
+                    inputs.iter().map(|&p| ipdom[p as usize]).reduce(|a, b| meet(&ipdom, &rank, a, b, false)).unwrap()
+                } else {
+                    sink
+                };
+                edges.push((x, anchor));
+            } else if core(x) && succs[i].iter().all(|&q| !core(q)) {
+                edges.push((x, sink));
+            }
+        }
+        if n == 0 {
+            edges.push((source, sink));
+        }
+        edges.sort_unstable();
+        edges.dedup();
+        // Number the DAG topologically, program order first among the ready.
+        let mut out_of: Vec<Vec<u32>> = vec![Vec::new(); n + 2];
+        let mut indegree = vec![0usize; n + 2];
+        for &(a, b) in &edges {
+            out_of[a as usize].push(b);
+            indegree[b as usize] += 1;
+        }
+        let mut number = vec![0u32; n + 2];
+        let mut ready = std::collections::BinaryHeap::from([std::cmp::Reverse((rank[n], source))]);
+        let mut next = 0;
+        while let Some(std::cmp::Reverse((_, x))) = ready.pop() {
+            number[x as usize] = next;
+            next += 1;
+            for &y in &out_of[x as usize] {
+                indegree[y as usize] -= 1;
+                if indegree[y as usize] == 0 {
+                    ready.push(std::cmp::Reverse((rank[y as usize], y)));
+                }
+            }
+        }
+        debug_assert_eq!(next as usize, n + 2, "the forward DAG with its anchors is acyclic");
+        let mut edges: Vec<(u32, u32)> = edges.iter().map(|&(a, b)| (number[a as usize], number[b as usize])).collect();
+        edges.sort_unstable();
+
+        let mut vertex_node = vec![None; n + 2];
         let mut cost = vec![0u64; n + 2];
         let mut must_store = vec![false; n + 2];
         let mut multi_input = vec![false; n + 2];
+        let fwd = |v: NodeId| forward.contains[v.index()];
         for (i, &v) in forward.nodes.iter().enumerate() {
-            let x = i as u32 + 1;
-            cost[x as usize] = stored_bytes(graph, v);
-            let mut preds: Vec<u32> = graph.preds(v).iter().filter(|&&p| fwd(p)).map(|&p| vertex_of[p.index()]).collect();
-            preds.sort_unstable();
-            preds.dedup();
-            if preds.is_empty() {
-                edges.push((0, x));
-            }
-            for &p in &preds {
-                edges.push((p, x));
-                if preds.len() >= 2 {
-                    let read_later = graph.succs(forward.nodes[p as usize - 1]).iter().any(|&s| !fwd(s));
-                    multi_input[p as usize] |= read_later;
-                }
-            }
-            if !graph.succs(v).iter().any(|&s| fwd(s)) {
-                edges.push((x, sink));
-            }
+            let x = number[i] as usize;
+            vertex_node[x] = Some(v);
+            cost[x] = stored_bytes(graph, v);
             let node = graph.node(v);
             if node.output || !node.pure {
-                must_store[x as usize] = true;
+                must_store[x] = true;
             }
             if node.view_of.is_some() && !node.pure {
                 let root = graph.storage_root(v);
                 if fwd(root) {
-                    must_store[vertex_of[root.index()] as usize] = true;
+                    must_store[number[local[root.index()] as usize] as usize] = true;
+                }
+            }
+            if preds[i].len() >= 2 {
+                for &p in &preds[i] {
+                    let read_later = graph.succs(forward.nodes[p as usize]).iter().any(|&s| !fwd(s));
+                    multi_input[number[p as usize] as usize] |= read_later;
                 }
             }
         }
-        edges.sort_unstable();
-        let dag = TwoTerminalDag { vertices: n + 2, edges };
-        let tree = DivisionTree::build(&dag);
-        ReforwardProblem { vertex_node, tree, cost, must_store, multi_input, forward: forward.contains.clone() }
+        let tree = DivisionTree::build(&TwoTerminalDag { vertices: n + 2, edges });
+        ReforwardProblem { vertex_node, tree, cost, must_store, multi_input, forward: full.contains.clone(), detached_bytes: always_stored.iter().map(|&v| stored_bytes(graph, v)).sum(), always_stored }
     }
 
     /// The solver for this step, trusting assumption 2 or storing multi-input ops' inputs.
     pub fn solver(&self, keep_multi_input: bool) -> Solver<'_> {
         let forced: Vec<bool> = self.must_store.iter().zip(&self.multi_input).map(|(&m, &i)| m || (keep_multi_input && i)).collect();
-        Solver::new(&self.tree, self.cost.clone(), forced, 0)
+        Solver::new(&self.tree, self.cost.clone(), forced, self.detached_bytes)
     }
 
     /// Chen et al.'s √n checkpoints on the chain of articulation points (the splitting
-    /// vertices of the whole forward pass): every ⌈√k⌉-th of the k articulation points is
-    /// stored, with the nodes that must be; each stretch between checkpoints is one segment.
+    /// vertices of the whole forward pass): the chain's bytes are cut into ⌈√(k+1)⌉ stretches
+    /// of about equal bytes (k articulation points; by count when every vertex costs the
+    /// same), walking greedily and storing the articulation point where a stretch passes its
+    /// share, as Chen et al.'s greedy planner does; the nodes that must be stored are too.
+    /// Each stretch between checkpoints is one segment.
     pub fn chen_sqrt_n(&self) -> VertexPlan {
-        let n = self.cost.len();
         let mut plan = VertexPlan { stored: self.must_store.clone(), segments: Vec::new() };
         let root = &self.tree.nodes[self.tree.root];
         let (children, splits): (&[usize], &[u32]) = match &root.division {
             Division::Series { splits } => (&root.children, splits),
             _ => (std::slice::from_ref(&self.tree.root), &[]),
         };
-        let step = (splits.len() as f64).sqrt().ceil().max(1.0) as usize;
-        let mut segment = Vec::new();
-        for (i, &child) in children.iter().enumerate() {
-            segment.extend(self.tree.interior(child));
+        let bytes = |vertices: &[u32]| vertices.iter().map(|&v| self.cost[v as usize]).sum::<u64>();
+        let interiors: Vec<Vec<u32>> = children.iter().map(|&c| self.tree.interior(c)).collect();
+        let total = interiors.iter().map(|i| bytes(i)).sum::<u64>() + bytes(splits);
+        let stretches = ((splits.len() + 1) as f64).sqrt().ceil();
+        let share = total as f64 / stretches;
+        let (mut segment, mut running) = (Vec::new(), 0u64);
+        for (i, interior) in interiors.iter().enumerate() {
+            segment.extend_from_slice(interior);
+            running += bytes(interior);
             if let Some(&split) = splits.get(i) {
-                if (i + 1) % step == 0 {
+                if running as f64 >= share {
                     plan.stored[split as usize] = true;
                     plan.segments.push(std::mem::take(&mut segment));
+                    running = 0;
                 } else {
                     segment.push(split);
+                    running += self.cost[split as usize];
                 }
             }
         }
         plan.segments.push(segment);
         plan.segments.retain(|s| !s.is_empty());
-        debug_assert_eq!(plan.stored.len(), n);
         plan
     }
 
@@ -249,13 +387,16 @@ impl ReforwardProblem {
     pub fn objective(&self, plan: &VertexPlan) -> u64 {
         let stored: u64 = plan.stored.iter().zip(&self.cost).filter(|(&s, _)| s).map(|(_, &c)| c).sum();
         let largest = plan.segments.iter().map(|s| s.iter().filter(|&&v| !plan.stored[v as usize]).map(|&v| self.cost[v as usize]).sum::<u64>()).max();
-        stored + largest.unwrap_or(0)
+        self.detached_bytes + stored + largest.unwrap_or(0)
     }
 
     /// The plan on graph nodes.
     pub fn on_nodes(&self, graph: &Graph, plan: &VertexPlan) -> ReforwardPlan {
         let mut stored = vec![false; graph.len()];
         let mut segment = vec![None; graph.len()];
+        for &v in &self.always_stored {
+            stored[v.index()] = true;
+        }
         for (x, &node) in self.vertex_node.iter().enumerate() {
             if let (Some(v), true) = (node, plan.stored[x]) {
                 stored[v.index()] = true;

@@ -4,7 +4,9 @@
 
 use proptest::prelude::*;
 use remat_graph::random::SplitMix64;
-use remat_planners::acg::{lcg_optimum, Solver};
+use remat_graph::random::RandomDag;
+use remat_graph::simulate;
+use remat_planners::acg::{lcg_optimum, ForwardPart, ReforwardProblem, Solver};
 use remat_planners::division::{Division, DivisionTree, TwoTerminalDag};
 use std::collections::BTreeSet;
 
@@ -344,6 +346,31 @@ proptest! {
         for v in 1..n - 1 {
             let covering = plan.segments.iter().filter(|s| s.contains(&(v as u32))).count();
             prop_assert!(if forced[v] { plan.stored[v] } else { plan.stored[v] != (covering == 1) }, "vertex {}: {:?}", v, plan);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// On random training-step-like graphs: the recorded plan achieves the sweep's objective,
+    /// stores what must be stored, and its re-forwarding schedule is valid (both assumptions).
+    #[test]
+    fn reforwarding_plans_keep_their_objective_and_schedule_validly(seed in any::<u64>(), ops in 1usize..60) {
+        let g = RandomDag { ops, ..RandomDag::default() }.generate(seed);
+        let order = g.topological_schedule();
+        let forward = ForwardPart::of(&g, &order);
+        prop_assume!(!forward.nodes.is_empty());
+        let problem = ReforwardProblem::new(&g, &forward);
+        for keep in [false, true] {
+            let solver = problem.solver(keep);
+            let best = solver.sweep().best();
+            let plan = solver.plan_at(best.max_term);
+            prop_assert!(problem.objective(&plan) <= best.objective);
+            let schedule = problem.schedule(&g, &order, &plan);
+            prop_assert!(simulate(&g, &schedule).is_ok(), "{:?}", simulate(&g, &schedule));
+            let chen = problem.chen_sqrt_n();
+            prop_assert!(simulate(&g, &problem.schedule(&g, &order, &chen)).is_ok());
         }
     }
 }
