@@ -6,14 +6,17 @@ cd "$(dirname "$0")/.."
 target=${CARGO_TARGET_DIR:-target}
 cargo build --release -p remat-bench -p remat-opt
 graphs=$(mktemp -d); trap 'rm -rf "$graphs"' EXIT
-for name in mlp.linalg rnn_scan.linalg transformer.linalg transformer.stablehlo resnet.linalg resnet.stablehlo transformer12.linalg transformer12.stablehlo; do
+for name in mlp.linalg mlp.stablehlo torch_mlp.linalg rnn_scan.linalg transformer.linalg transformer.stablehlo resnet.linalg resnet.stablehlo transformer12.linalg transformer12.stablehlo; do
   "$target/release/remat-opt" "examples/$name.mlir" --remat=none --emit=graph-json -o "$graphs/$name.json"
 done
 bench="$target/release/remat-bench"
 "$bench" depth --svg docs/bench/depth.svg
 "$bench" depth --residual --svg docs/bench/depth-residual.svg
-"$bench" compare "$graphs"/*.json
+"$bench" compare "$graphs"/{mlp.linalg,rnn_scan.linalg,transformer.linalg,transformer.stablehlo,resnet.linalg,resnet.stablehlo,transformer12.linalg,transformer12.stablehlo}.json
 "$bench" compare "$graphs"/transformer12.*.json --strategies treewidth,greedy --budget 28.7
 "$bench" tradeoff "$graphs/resnet.linalg.json" --svg docs/bench/resnet-tradeoff.svg
-"$bench" decompose "$graphs"/*.json
+"$bench" decompose "$graphs"/{mlp.linalg,rnn_scan.linalg,transformer.linalg,transformer.stablehlo,resnet.linalg,resnet.stablehlo,transformer12.linalg,transformer12.stablehlo}.json
 "$bench" scale --strategies treewidth,pathwidth --svg docs/bench/scale.svg
+"$bench" reforward "$graphs"/{mlp.linalg,mlp.stablehlo,torch_mlp.linalg,rnn_scan.linalg,resnet.linalg,resnet.stablehlo,transformer.linalg,transformer12.linalg,transformer12.stablehlo}.json \
+  vgg11 vgg16 vgg19 resnet18 resnet34 resnet101 resnet152 densenet121 densenet169 densenet201
+"$bench" reforward-time --svg docs/bench/reforward-time.svg

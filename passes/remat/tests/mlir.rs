@@ -141,7 +141,7 @@ fn plan_example(context: &RematContext, name: &str, options: &RematOptions) -> (
 fn example_reports() {
     let context = RematContext::new();
     for name in EXAMPLES {
-        for (strategy, budget) in [("none", ""), ("greedy", "90%"), ("greedy", "70%"), ("greedy", "50%"), ("treewidth", ""), ("pathwidth", "")] {
+        for (strategy, budget) in [("none", ""), ("greedy", "90%"), ("greedy", "70%"), ("greedy", "50%"), ("treewidth", ""), ("pathwidth", ""), ("acg", "")] {
             let options = RematOptions::from_strings(strategy, budget, "", "estimate", "").unwrap();
             let (report, _) = plan_example(&context, name, &options);
             let budget_name = if budget.is_empty() { "unbounded".to_string() } else { budget.replace('%', "pct") };
@@ -239,7 +239,7 @@ fn measured_peak_is_the_planned_peak_on_the_small_examples() {
         let mut original = context.parse(&example(name), name).unwrap();
         let inputs = inputs_for(&original, 7);
         let reference = run_on_cpu(&context, &mut original, &inputs);
-        for (strategy, budget) in [("none", ""), ("greedy", "50%"), ("greedy", ""), ("treewidth", ""), ("pathwidth", "")] {
+        for (strategy, budget) in [("none", ""), ("greedy", "50%"), ("greedy", ""), ("treewidth", ""), ("pathwidth", ""), ("acg", "")] {
             let options = RematOptions::from_strings(strategy, budget, "", "estimate", "").unwrap();
             let mut module = context.parse(&example(name), name).unwrap();
             let imported = import(&module, None, &ImportOptions::default()).unwrap();
