@@ -48,7 +48,7 @@
 //! is simulated, and [`choose_candidate`](crate::choose_candidate) picks the lowest peak, or
 //! the cheapest plan within a budget.
 
-use crate::division::{Division, DivisionTree, TwoTerminalDag};
+use crate::division::{meet, Division, DivisionTree, TwoTerminalDag};
 use crate::{choose_candidate, PlanError, PlanRequest, Planner};
 use remat_graph::{Graph, NodeId, Schedule};
 
@@ -138,21 +138,6 @@ pub fn stored_bytes(graph: &Graph, v: NodeId) -> u64 {
     }
 }
 
-/// The nearest common ancestor of `a` and `b` in a (post-)dominator tree given by `parent`,
-/// where `rank` orders vertices topologically; dominators rank lower (`toward_source`),
-/// post-dominators higher.
-fn meet(parent: &[u32], rank: &[i64], mut a: u32, mut b: u32, toward_source: bool) -> u32 {
-    while a != b {
-        let a_deeper = if toward_source { rank[a as usize] > rank[b as usize] } else { rank[a as usize] < rank[b as usize] };
-        if a_deeper {
-            a = parent[a as usize];
-        } else {
-            b = parent[b as usize];
-        }
-    }
-    a
-}
-
 /// A stored set and its segments, per graph node.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReforwardPlan {
@@ -236,7 +221,7 @@ impl ReforwardProblem {
             if core(i as u32) {
                 let mut d = u32::MAX;
                 for &p in preds[i].iter().filter(|&&p| core(p)) {
-                    d = if d == u32::MAX { p } else { meet(&idom, &rank, d, p, true) };
+                    d = if d == u32::MAX { p } else { meet(&idom, d, p, |a, b| rank[a as usize] > rank[b as usize]) };
                 }
                 idom[i] = if d == u32::MAX { source } else { d };
             }
@@ -246,7 +231,7 @@ impl ReforwardProblem {
             if core(i as u32) {
                 let mut d = u32::MAX;
                 for &q in succs[i].iter().filter(|&&q| core(q)) {
-                    d = if d == u32::MAX { q } else { meet(&ipdom, &rank, d, q, false) };
+                    d = if d == u32::MAX { q } else { meet(&ipdom, d, q, |a, b| rank[a as usize] < rank[b as usize]) };
                 }
                 ipdom[i] = if d == u32::MAX { sink } else { d };
             }
@@ -257,7 +242,7 @@ impl ReforwardProblem {
             if free_source[i] {
                 let readers = &succs[i];
                 let anchor = if readers.iter().all(|&r| core(r)) && !readers.is_empty() {
-                    readers.iter().map(|&r| idom[r as usize]).reduce(|a, b| meet(&idom, &rank, a, b, true)).unwrap()
+                    readers.iter().map(|&r| idom[r as usize]).reduce(|a, b| meet(&idom, a, b, |x, y| rank[x as usize] > rank[y as usize])).unwrap()
                 } else {
                     source
                 };
@@ -271,7 +256,7 @@ impl ReforwardProblem {
             if free_sink[i] {
                 let inputs = &preds[i];
                 let anchor = if inputs.iter().all(|&p| core(p)) && !inputs.is_empty() {
-                    inputs.iter().map(|&p| ipdom[p as usize]).reduce(|a, b| meet(&ipdom, &rank, a, b, false)).unwrap()
+                    inputs.iter().map(|&p| ipdom[p as usize]).reduce(|a, b| meet(&ipdom, a, b, |x, y| rank[x as usize] < rank[y as usize])).unwrap()
                 } else {
                     sink
                 };

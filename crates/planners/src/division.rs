@@ -443,7 +443,7 @@ impl Reducer {
 
 /// The nearest common ancestor of `a` and `b` in a dominator tree given by `parent`, where
 /// `deeper(x, y)` says x lies below y in the numbering order.
-fn meet(parent: &[u32], mut a: u32, mut b: u32, deeper: impl Fn(u32, u32) -> bool) -> u32 {
+pub(crate) fn meet(parent: &[u32], mut a: u32, mut b: u32, deeper: impl Fn(u32, u32) -> bool) -> u32 {
     while a != b {
         if deeper(a, b) {
             a = parent[a as usize];
