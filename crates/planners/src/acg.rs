@@ -368,6 +368,11 @@ impl ReforwardProblem {
         plan
     }
 
+    /// Eqn. 1 for regular training: every forward tensor stored.
+    pub fn store_everything(&self) -> u64 {
+        self.detached_bytes + self.cost.iter().sum::<u64>()
+    }
+
     /// Eqn. 1 for a plan: stored bytes plus the largest segment's non-stored bytes.
     pub fn objective(&self, plan: &VertexPlan) -> u64 {
         let stored: u64 = plan.stored.iter().zip(&self.cost).filter(|(&s, _)| s).map(|(_, &c)| c).sum();

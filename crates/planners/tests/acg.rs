@@ -307,7 +307,7 @@ proptest! {
             let node = &tree.nodes[holder];
             let union = |range: &[usize]| range.iter().flat_map(|&c| edge_sets[c].iter().copied()).collect::<BTreeSet<_>>();
             let explained = match node.division {
-                Division::Series { .. } => (0..members_of(node)).any(|a| (a + 1..=members_of(node)).any(|b| &union(&node.children[a..b]) == set)),
+                Division::Series { .. } => (0..node.children.len()).any(|a| (a + 1..=node.children.len()).any(|b| &union(&node.children[a..b]) == set)),
                 Division::Parallel => node.children.iter().all(|&c| edge_sets[c].is_subset(set) || edge_sets[c].is_disjoint(set)),
                 _ => false,
             };
@@ -373,8 +373,4 @@ proptest! {
             prop_assert!(simulate(&g, &problem.schedule(&g, &order, &chen)).is_ok());
         }
     }
-}
-
-fn members_of(node: &remat_planners::division::ClosedSet) -> usize {
-    node.children.len()
 }

@@ -51,7 +51,7 @@ pub fn table(names: &[String]) -> Result<(), String> {
         let seconds = started.elapsed().as_secs_f64();
         let optimum = solver.plan_at(best.max_term);
         let chen = problem.chen_sqrt_n();
-        let regular: u64 = forward.nodes.iter().map(|&v| remat_planners::acg::stored_bytes(&graph, v)).sum();
+        let regular = problem.store_everything();
         let run = |plan| simulate(&graph, &problem.schedule(&graph, &order, plan)).map_err(|e| e.to_string());
         let (chen_sim, optimum_sim) = (run(&chen)?, run(&optimum)?);
         let acg = plan_within_budget(strategy("acg").unwrap(), &graph, &order, None, &options).map_err(|e| e.to_string())?;
@@ -121,7 +121,7 @@ pub fn timing(sizes: &[usize], svg_path: Option<PathBuf>) -> Result<(), String> 
             let started = Instant::now();
             let sweep = problem.solver(false).sweep();
             let sweep_seconds = started.elapsed().as_secs_f64();
-            let regular: u64 = forward.nodes.iter().map(|&v| remat_planners::acg::stored_bytes(&graph, v)).sum();
+            let regular = problem.store_everything();
             let plan = plan_within_budget(strategy("acg").unwrap(), &graph, &order, None, &options).map_err(|e| e.to_string())?;
             let (s1, s2, s3) = shape(&problem.tree);
             println!(
