@@ -10,12 +10,15 @@
 #![deny(missing_docs)]
 
 pub mod acg;
+pub mod auto;
 pub mod division;
 pub mod greedy;
+pub mod ilp;
 pub mod none;
 pub mod pathdec;
 pub mod pathwidth;
 pub mod polish;
+pub mod sweep;
 pub mod treedec;
 pub mod treewidth;
 
@@ -33,12 +36,25 @@ pub struct PlannerOptions {
     /// PWRemat(k): stop the recursion in decompositions with fewer than k bags (`None`:
     /// choose k).
     pub pw_stop: Option<usize>,
+    /// The ILP's formulation, limits and warm start (`--remat=ilp`).
+    pub ilp: ilp::IlpOptions,
+    /// Wall-clock seconds `--remat=auto` may spend over all strategies.
+    pub auto_time_limit: f64,
 }
 
 impl Default for PlannerOptions {
     fn default() -> Self {
-        PlannerOptions { polish: true, tw_stop: None, td_heuristic: None, pw_stop: None }
+        PlannerOptions { polish: true, tw_stop: None, td_heuristic: None, pw_stop: None, ilp: ilp::IlpOptions::default(), auto_time_limit: auto::DEFAULT_TIME_LIMIT }
     }
+}
+
+/// What a strategy proves or compares besides its schedule (most strategies: nothing).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PlanDetails {
+    /// The ILP's proof: status, bounds, gap, and the class of schedules it is optimal over.
+    pub ilp: Option<ilp::Certificate>,
+    /// `--remat=auto`'s comparison of every strategy it ran.
+    pub comparison: Vec<auto::Candidate>,
 }
 
 /// What a planner is asked to do.
@@ -72,6 +88,10 @@ pub trait Planner: Sync {
     /// Plans a schedule. It must be valid for `request.graph`; it may exceed the budget when
     /// the strategy cannot meet it (the caller measures and reports that).
     fn plan(&self, request: &PlanRequest<'_>) -> Result<Schedule, PlanError>;
+    /// Plans, with what the strategy proves or compares besides the schedule.
+    fn plan_detailed(&self, request: &PlanRequest<'_>) -> Result<(Schedule, PlanDetails), PlanError> {
+        Ok((self.plan(request)?, PlanDetails::default()))
+    }
 }
 
 impl PlanRequest<'_> {
@@ -92,7 +112,7 @@ impl PlanRequest<'_> {
 }
 
 /// Every strategy remat-opt knows, in `--help` order.
-pub static STRATEGIES: &[&dyn Planner] = &[&none::NoRemat, &greedy::GreedyRemat, &treewidth::TwRemat, &pathwidth::PwRemat, &acg::AcgRemat];
+pub static STRATEGIES: &[&dyn Planner] = &[&none::NoRemat, &greedy::GreedyRemat, &treewidth::TwRemat, &pathwidth::PwRemat, &acg::AcgRemat, &ilp::IlpRemat, &auto::AutoRemat];
 
 /// Looks a strategy up by its command-line name.
 pub fn strategy(name: &str) -> Option<&'static dyn Planner> {
@@ -205,6 +225,8 @@ pub struct MeasuredPlan {
     pub lower_bound: u64,
     /// Wall-clock seconds the planner took.
     pub plan_seconds: f64,
+    /// What the strategy proved or compared (the ILP's certificate, auto's table).
+    pub details: PlanDetails,
 }
 
 /// A budget the strategy could not meet.
@@ -259,8 +281,32 @@ pub enum PlanFailure {
     Infeasible(#[from] Infeasible),
 }
 
+/// Plans with `planner` and measures the plan (polished unless polishing is off) without
+/// holding it to `budget`: the first half of [`plan_within_budget`], for callers that compare
+/// strategies (`auto`, [`sweep`]) and want an infeasible plan's peak rather than a search for
+/// the smallest budget the strategy meets.
+pub fn measure_plan(
+    planner: &dyn Planner,
+    graph: &Graph,
+    order: &[NodeId],
+    budget: Option<u64>,
+    options: &PlannerOptions,
+) -> Result<MeasuredPlan, PlanError> {
+    let baseline = simulate(graph, order).map_err(|e| PlanError::InvalidRequest(e.to_string()))?;
+    let bound = lower_bound(graph);
+    let started = std::time::Instant::now();
+    let (raw_schedule, details) = planner.plan_detailed(&PlanRequest { graph, order, budget, options })?;
+    let invalid = |e: remat_graph::ScheduleError| PlanError::InvalidRequest(format!("strategy '{}' produced an invalid schedule: {e}", planner.name()));
+    let raw = simulate(graph, &raw_schedule).map_err(invalid)?;
+    let schedule = finish(graph, raw_schedule, budget, options);
+    let plan_seconds = started.elapsed().as_secs_f64();
+    let simulation = simulate(graph, &schedule).map_err(invalid)?;
+    Ok(MeasuredPlan { schedule, simulation, raw, baseline, lower_bound: bound, plan_seconds, details })
+}
+
 /// Plans with `planner`, measures the result, and checks it against `budget`. When the budget
-/// is not met, finds the smallest budget the strategy does meet.
+/// is not met, finds the smallest budget the strategy does meet: the ILP's certificate says,
+/// `auto` asks the heuristics it compared, any other strategy is bisected.
 pub fn plan_within_budget(
     planner: &dyn Planner,
     graph: &Graph,
@@ -268,26 +314,23 @@ pub fn plan_within_budget(
     budget: Option<u64>,
     options: &PlannerOptions,
 ) -> Result<MeasuredPlan, PlanFailure> {
-    let baseline = simulate(graph, order).map_err(|e| PlanError::InvalidRequest(e.to_string()))?;
-    let bound = lower_bound(graph);
-    let started = std::time::Instant::now();
-    let raw_schedule = planner.plan(&PlanRequest { graph, order, budget, options })?;
-    let invalid = |e: remat_graph::ScheduleError| PlanError::InvalidRequest(format!("strategy '{}' produced an invalid schedule: {e}", planner.name()));
-    let raw = simulate(graph, &raw_schedule).map_err(invalid)?;
-    let schedule = finish(graph, raw_schedule, budget, options);
-    let plan_seconds = started.elapsed().as_secs_f64();
-    let simulation = simulate(graph, &schedule).map_err(invalid)?;
+    let plan = measure_plan(planner, graph, order, budget, options)?;
     if let Some(budget) = budget {
-        if simulation.peak_bytes > budget {
+        if plan.simulation.peak_bytes > budget {
+            let details = &plan.details;
             return Err(Infeasible {
                 strategy: planner.name(),
                 budget,
-                achieved: simulation.peak_bytes,
-                lower_bound: bound,
-                smallest_feasible: smallest_feasible_budget(planner, graph, order, options),
+                achieved: plan.simulation.peak_bytes,
+                lower_bound: plan.lower_bound,
+                smallest_feasible: match details.ilp.as_ref().and_then(|c| c.smallest_feasible_budget) {
+                    Some(proven) => Some(proven),
+                    None if !details.comparison.is_empty() => auto::smallest_feasible_budget(graph, order, options, &details.comparison),
+                    None => smallest_feasible_budget(planner, graph, order, options),
+                },
             }
             .into());
         }
     }
-    Ok(MeasuredPlan { schedule, simulation, raw, baseline, lower_bound: bound, plan_seconds })
+    Ok(plan)
 }

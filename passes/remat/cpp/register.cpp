@@ -79,6 +79,44 @@ struct RematPass : public mlir::PassWrapper<RematPass, mlir::OperationPass<>> {
       llvm::cl::desc("Polish the plan: drop recomputations the target does "
                      "not need (true or false)"),
       llvm::cl::init("true")};
+  Option<std::string> ilpOrder{
+      *this, "ilp-order",
+      llvm::cl::desc("ILP stages: fixed (Checkmate's, in the input order) or "
+                     "free (order-free); empty: by graph size"),
+      llvm::cl::init("")};
+  Option<std::string> ilpStages{
+      *this, "ilp-stages",
+      llvm::cl::desc("Stages of the order-free ILP (empty: enough for the "
+                     "input order and the warm start)"),
+      llvm::cl::init("")};
+  Option<std::string> ilpMethod{
+      *this, "ilp-method",
+      llvm::cl::desc("ILP solve: milp or lp-rounding (empty: by graph size)"),
+      llvm::cl::init("")};
+  Option<std::string> ilpTimeLimit{
+      *this, "ilp-time-limit",
+      llvm::cl::desc("ILP solver wall-clock limit in seconds (empty: the "
+                     "default)"),
+      llvm::cl::init("")};
+  Option<std::string> ilpGap{
+      *this, "ilp-gap",
+      llvm::cl::desc("Relative MIP gap at which the ILP solver stops (empty: "
+                     "the default)"),
+      llvm::cl::init("")};
+  Option<std::string> ilpWarmStart{
+      *this, "ilp-warm-start",
+      llvm::cl::desc("Seed the ILP solver with the best heuristic plan (true "
+                     "or false; empty: true)"),
+      llvm::cl::init("")};
+  Option<std::string> ilpSeed{
+      *this, "ilp-seed",
+      llvm::cl::desc("Seed of the ILP's randomized rounding (empty: 0)"),
+      llvm::cl::init("")};
+  Option<std::string> autoTimeLimit{
+      *this, "auto-time-limit",
+      llvm::cl::desc("Wall-clock seconds strategy=auto spends over all "
+                     "strategies (empty: the default)"),
+      llvm::cl::init("")};
 
   void runOnOperation() override {
     auto ref = [](const std::string &s) {
@@ -87,16 +125,22 @@ struct RematPass : public mlir::PassWrapper<RematPass, mlir::OperationPass<>> {
     // Option names point into static storage.
     auto name = [](llvm::StringRef s) { return MlirStringRef{s.data(), s.size()}; };
     const MlirStringRef names[] = {
-        name(strategy.getArgStr()),    name(budget.getArgStr()),
-        name(function.getArgStr()),    name(costModel.getArgStr()),
-        name(unrollLimit.getArgStr()), name(twStop.getArgStr()),
-        name(tdHeuristic.getArgStr()), name(pwStop.getArgStr()),
-        name(polish.getArgStr())};
-    const MlirStringRef values[] = {ref(strategy),    ref(budget),
-                                    ref(function),    ref(costModel),
-                                    ref(unrollLimit), ref(twStop),
-                                    ref(tdHeuristic), ref(pwStop),
-                                    ref(polish)};
+        name(strategy.getArgStr()),     name(budget.getArgStr()),
+        name(function.getArgStr()),     name(costModel.getArgStr()),
+        name(unrollLimit.getArgStr()),  name(twStop.getArgStr()),
+        name(tdHeuristic.getArgStr()),  name(pwStop.getArgStr()),
+        name(polish.getArgStr()),       name(ilpOrder.getArgStr()),
+        name(ilpStages.getArgStr()),    name(ilpMethod.getArgStr()),
+        name(ilpTimeLimit.getArgStr()), name(ilpGap.getArgStr()),
+        name(ilpWarmStart.getArgStr()), name(ilpSeed.getArgStr()),
+        name(autoTimeLimit.getArgStr())};
+    const MlirStringRef values[] = {
+        ref(strategy),     ref(budget),       ref(function),
+        ref(costModel),    ref(unrollLimit),  ref(twStop),
+        ref(tdHeuristic),  ref(pwStop),       ref(polish),
+        ref(ilpOrder),     ref(ilpStages),    ref(ilpMethod),
+        ref(ilpTimeLimit), ref(ilpGap),       ref(ilpWarmStart),
+        ref(ilpSeed),      ref(autoTimeLimit)};
     static_assert(std::size(names) == std::size(values));
     if (!rematCallback ||
         !rematCallback(wrap(getOperation()), names, values, std::size(names)))

@@ -144,7 +144,8 @@ unsafe extern "C" fn registered_pass_callback(
     }
 }
 
-/// Registers the `remat` pass (with options `strategy`, `budget`, `function`, `cost-model`) in
+/// Registers the `remat` pass (with every option [`RematOptions::set`] knows, by its pipeline
+/// name: `strategy`, `budget`, `function`, `cost-model`, `ilp-time-limit`, …) in
 /// MLIR's global pass registry, so textual pipelines can use it. Idempotent.
 pub fn register_remat_pass() {
     unsafe { rematRegisterPass(registered_pass_callback) }

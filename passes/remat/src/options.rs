@@ -1,12 +1,15 @@
 //! The pass's options, declared once: used by the `remat-opt` flags, the Rust API and the
 //! textual pipeline `remat{strategy=… budget=… function=… cost-model=… unroll-limit=…
-//! tw-stop=… td-heuristic=… pw-stop=… polish=…}`. [`RematOptions::set`] parses every one of them by
-//! its pipeline name; the command line and the C++ registration shim both go through it.
+//! tw-stop=… td-heuristic=… pw-stop=… polish=… ilp-order=… ilp-stages=… ilp-method=…
+//! ilp-time-limit=… ilp-gap=… ilp-warm-start=… ilp-seed=… auto-time-limit=…}`.
+//! [`RematOptions::set`] parses every one of them by its pipeline name; the command line and
+//! the C++ registration shim both go through it.
 
 use remat_graph::units::{parse_budget, Budget};
 use remat_mlir::{CostModel, ImportOptions, DEFAULT_UNROLL_LIMIT};
+use remat_planners::ilp::{IlpOptions, SolveMethod, StageOrder};
 use remat_planners::treedec::EliminationHeuristic;
-use remat_planners::PlannerOptions;
+use remat_planners::{auto, PlannerOptions};
 
 /// Options of the remat pass.
 #[derive(Clone, Debug, PartialEq)]
@@ -83,13 +86,50 @@ impl RematOptions {
             "td-heuristic" => {
                 self.planner.td_heuristic = if value.is_empty() { None } else { Some(EliminationHeuristic::parse(value)?) }
             }
-            "polish" => {
-                self.planner.polish = match value {
-                    "" | "true" | "1" | "on" => true,
-                    "false" | "0" | "off" => false,
-                    _ => return Err(format!("invalid polish '{value}' (expected true or false)")),
+            "polish" => self.planner.polish = parse_bool(name, value, true)?,
+            "ilp-order" => {
+                self.planner.ilp.order = match value {
+                    "" => None,
+                    "fixed" => Some(StageOrder::Fixed),
+                    "free" => Some(StageOrder::Free),
+                    _ => return Err(format!("invalid ilp-order '{value}' (expected fixed or free)")),
                 }
             }
+            "ilp-stages" => {
+                self.planner.ilp.stages = if value.is_empty() {
+                    None
+                } else {
+                    Some(number("a number of stages, at least 1")?.max(1))
+                }
+            }
+            "ilp-method" => {
+                self.planner.ilp.method = match value {
+                    "" => None,
+                    "milp" => Some(SolveMethod::Milp),
+                    "lp-rounding" => Some(SolveMethod::LpRounding),
+                    _ => return Err(format!("invalid ilp-method '{value}' (expected milp or lp-rounding)")),
+                }
+            }
+            "ilp-time-limit" => self.planner.ilp.time_limit = parse_seconds(name, value, IlpOptions::default().time_limit)?,
+            "ilp-gap" => {
+                self.planner.ilp.mip_gap = if value.is_empty() {
+                    IlpOptions::default().mip_gap
+                } else {
+                    match value.parse::<f64>() {
+                        Ok(gap) if gap.is_finite() && gap >= 0.0 => gap,
+                        _ => return Err(format!("invalid ilp-gap '{value}' (expected a relative gap such as 0.01, at least 0)")),
+                    }
+                }
+            }
+            "ilp-warm-start" => self.planner.ilp.warm_start = parse_bool(name, value, IlpOptions::default().warm_start)?,
+            "ilp-seed" => {
+                self.planner.ilp.seed = if value.is_empty() {
+                    IlpOptions::default().seed
+                } else {
+                    value.parse::<u64>().map_err(|_| format!("invalid ilp-seed '{value}' (expected a non-negative integer)"))?
+                }
+            }
+            "auto-time-limit" => self.planner.auto_time_limit = parse_seconds(name, value, auto::DEFAULT_TIME_LIMIT)?,
             other => return Err(format!("unknown option '{other}'")),
         }
         Ok(())
@@ -98,6 +138,27 @@ impl RematOptions {
     /// What the importer needs of these options.
     pub fn import_options(&self) -> ImportOptions {
         ImportOptions { cost_model: self.cost_model, unroll_limit: self.unroll_limit }
+    }
+}
+
+/// Parses a boolean option (`true`/`false`, `1`/`0`, `on`/`off`); empty is `default`.
+fn parse_bool(name: &str, value: &str, default: bool) -> Result<bool, String> {
+    match value {
+        "" => Ok(default),
+        "true" | "1" | "on" => Ok(true),
+        "false" | "0" | "off" => Ok(false),
+        _ => Err(format!("invalid {name} '{value}' (expected true or false)")),
+    }
+}
+
+/// Parses a positive, finite number of seconds; empty is `default`.
+fn parse_seconds(name: &str, value: &str, default: f64) -> Result<f64, String> {
+    if value.is_empty() {
+        return Ok(default);
+    }
+    match value.parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds > 0.0 => Ok(seconds),
+        _ => Err(format!("invalid {name} '{value}' (expected a positive number of seconds)")),
     }
 }
 

@@ -2,6 +2,8 @@
 //! table for people.
 
 use remat_graph::units::Bytes;
+use remat_planners::auto::Candidate;
+use remat_planners::ilp::{Certificate, SolveStatus};
 use remat_planners::MeasuredPlan;
 use serde_json::{json, Value};
 
@@ -34,6 +36,10 @@ pub struct Report {
     pub plan_seconds: f64,
     /// The strategy's schedule before polishing: peak, cost, recomputed steps.
     pub raw: (u64, f64, usize),
+    /// What the ILP proved, when the plan is the ILP's (`--remat=ilp`, or `auto` choosing it).
+    pub ilp: Option<Certificate>,
+    /// `--remat=auto`'s comparison of the strategies it ran (empty for other strategies).
+    pub candidates: Vec<Candidate>,
 }
 
 impl Report {
@@ -53,6 +59,8 @@ impl Report {
             recomputed_ops: plan.simulation.recomputations,
             plan_seconds: plan.plan_seconds,
             raw: (plan.raw.peak_bytes, plan.raw.cost, plan.raw.recomputations),
+            ilp: plan.details.ilp.clone(),
+            candidates: plan.details.comparison.clone(),
         }
     }
 
@@ -92,6 +100,45 @@ impl Report {
             let overhead = if self.baseline_cost > 0.0 { cost / self.baseline_cost - 1.0 } else { 0.0 };
             v["raw_plan"] = json!({"peak_bytes": peak, "cost": cost, "recompute_overhead": overhead, "recomputed_ops": recomputed});
         }
+        if let Some(c) = &self.ilp {
+            let mut ilp = json!({
+                "formulation": c.formulation,
+                "class": c.class,
+                "status": status_name(c.status),
+                "objective": c.objective,
+                "dual_bound": c.dual_bound,
+                "gap": c.gap,
+                "lp_bound": c.lp_bound,
+                "smallest_feasible_budget": c.smallest_feasible_budget,
+                "variables": c.size.0,
+                "constraints": c.size.1,
+                "warm_start": c.warm_start,
+            });
+            if !deterministic {
+                ilp["solve_seconds"] = json!(c.solve_seconds);
+            }
+            v["ilp"] = ilp;
+        }
+        if !self.candidates.is_empty() {
+            let rows = self.candidates.iter().map(|c| {
+                let mut row = json!({
+                    "strategy": c.strategy,
+                    "peak_bytes": c.peak_bytes,
+                    "cost": c.cost,
+                    "recompute_overhead": c.recompute_overhead(self.baseline_cost),
+                    "fits": c.fits,
+                    "chosen": c.chosen,
+                });
+                if let Some(note) = &c.note {
+                    row["note"] = json!(note);
+                }
+                if !deterministic {
+                    row["seconds"] = json!(c.seconds);
+                }
+                row
+            });
+            v["candidates"] = Value::Array(rows.collect());
+        }
         if !deterministic {
             v["plan_seconds"] = json!(self.plan_seconds);
         }
@@ -100,13 +147,7 @@ impl Report {
 
     /// A table for people. `plan_seconds` is omitted when `deterministic`.
     pub fn to_table(&self, deterministic: bool) -> String {
-        let percent = |part: u64| {
-            if self.baseline_peak_bytes > 0 {
-                format!("{:.1}%", 100.0 * part as f64 / self.baseline_peak_bytes as f64)
-            } else {
-                "-".into()
-            }
-        };
+        let percent = |part: u64| self.percent_of_baseline(part);
         let budget = match self.budget_bytes {
             Some(b) => format!("{} ({})", Bytes(b), percent(b)),
             None if self.strategy == "none" => "none".into(),
@@ -149,9 +190,86 @@ impl Report {
                 recomputed
             ));
         }
+        if let Some(c) = &self.ilp {
+            s.push_str(&self.ilp_lines(c, deterministic));
+        }
+        if !self.candidates.is_empty() {
+            s.push_str(&self.candidate_lines(deterministic));
+        }
         if !deterministic {
             s.push_str(&format!("  planned in {:.3} s\n", self.plan_seconds));
         }
         s
+    }
+
+    /// The ILP's certificate, one fact per line.
+    fn ilp_lines(&self, c: &Certificate, deterministic: bool) -> String {
+        let line = |label: &str, value: String| format!("  {label:<16}  {value}\n");
+        let mut s = line("ilp", format!("{}, {}", status_name(c.status), c.formulation));
+        s += &line("ilp class", c.class.clone());
+        let lp = c.lp_bound.map(|b| format!("; LP bound {b:.4e}")).unwrap_or_default();
+        s += &line("ilp objective", format!("{:.4e} (dual bound {:.4e}, gap {:.2}%){lp}", c.objective, c.dual_bound, 100.0 * c.gap));
+        if let Some(b) = c.smallest_feasible_budget {
+            s += &line("ilp least budget", format!("{} ({b} bytes)", Bytes(b)));
+        }
+        let warm = c.warm_start.map(|w| format!("; warm start: {w}")).unwrap_or_default();
+        s += &line("ilp model", format!("{} variables, {} constraints{warm}", c.size.0, c.size.1));
+        if !deterministic {
+            s += &line("ilp solved in", format!("{:.3} s", c.solve_seconds));
+        }
+        s
+    }
+
+    /// `auto`'s comparison: one row per strategy, the chosen one marked `*`.
+    fn candidate_lines(&self, deterministic: bool) -> String {
+        let width = self.candidates.iter().map(|c| c.strategy.len()).max().unwrap_or(0).max("strategy".len());
+        let seconds = |text: String| if deterministic { String::new() } else { format!("  {text:>8}") };
+        let mut s = String::from("  strategies compared (* chosen):\n");
+        s += &format!(
+            "    {:<width$}  {:>10}  {:>8}  {:>9}  {:<4}{}\n",
+            "strategy",
+            "peak",
+            "% base",
+            "overhead",
+            "fits",
+            seconds("seconds".into())
+        );
+        for c in &self.candidates {
+            let dash = || "-".to_string();
+            let peak = c.peak_bytes.map(|p| Bytes(p).to_string()).unwrap_or_else(dash);
+            let percent = c.peak_bytes.map(|p| self.percent_of_baseline(p)).unwrap_or_else(dash);
+            let overhead = c.recompute_overhead(self.baseline_cost).map(|o| format!("{:+.1}%", 100.0 * o)).unwrap_or_else(dash);
+            let fits = match c.peak_bytes {
+                Some(_) if c.fits => "yes",
+                Some(_) => "no",
+                None => "-",
+            };
+            let mark = if c.chosen { '*' } else { ' ' };
+            let row = format!("  {mark} {:<width$}  {peak:>10}  {percent:>8}  {overhead:>9}  {fits:<4}{}", c.strategy, seconds(format!("{:.3}", c.seconds)));
+            s += row.trim_end();
+            if let Some(note) = &c.note {
+                s += &format!("  ({note})");
+            }
+            s.push('\n');
+        }
+        s
+    }
+
+    /// `part` as a percentage of the baseline peak (`-` when the baseline peak is 0).
+    fn percent_of_baseline(&self, part: u64) -> String {
+        if self.baseline_peak_bytes > 0 {
+            format!("{:.1}%", 100.0 * part as f64 / self.baseline_peak_bytes as f64)
+        } else {
+            "-".into()
+        }
+    }
+}
+
+/// The JSON and table name of a solve status.
+fn status_name(status: SolveStatus) -> &'static str {
+    match status {
+        SolveStatus::Optimal => "optimal",
+        SolveStatus::TimeLimit => "time-limit",
+        SolveStatus::Rounded => "rounded",
     }
 }

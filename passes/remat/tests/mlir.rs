@@ -68,6 +68,13 @@ fn assert_same_structure(expected: &Graph, actual: &Graph) -> Result<(), TestCas
     Ok(())
 }
 
+/// Every strategy but the ILP and auto (which runs it): those solve MILPs, and have their own
+/// property tests in `crates/planners/tests/ilp.rs`; a random pick among them would make these
+/// thousand-case tests wait on solver time limits.
+fn heuristics() -> Vec<&'static dyn remat_planners::Planner> {
+    STRATEGIES.iter().copied().filter(|p| !matches!(p.name(), "ilp" | "auto")).collect()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(1000))]
     /// Import gives back the graph the module was written from; rewriting a plan and importing
@@ -83,7 +90,8 @@ proptest! {
             assert_same_structure(&g, &imported.graph)?;
             let baseline = simulate(&g, &imported.order).unwrap().peak_bytes;
             let budget = baseline * percent / 100;
-            let strategy = STRATEGIES[(SplitMix64::new(seed).next_u64() % STRATEGIES.len() as u64) as usize];
+            let strategies = heuristics();
+            let strategy = strategies[(SplitMix64::new(seed).next_u64() % strategies.len() as u64) as usize];
             let schedule = strategy.plan(&PlanRequest { graph: &imported.graph, order: &imported.order, budget: Some(budget), options: &PlannerOptions::default() }).unwrap();
             let planned = simulate(&imported.graph, &schedule).unwrap();
             apply_schedule(&imported, &schedule).unwrap();
@@ -196,6 +204,94 @@ fn create_remat_pass_runs_in_a_pass_manager() {
     assert!(manager.run(&mut module).is_err());
     let diagnostics = context.take_diagnostics();
     assert!(diagnostics.iter().any(|d| d.message.contains("lower bound")), "{diagnostics:?}");
+}
+
+#[test]
+fn ilp_and_auto_options_parse_by_their_pipeline_names() {
+    use remat_planners::ilp::{IlpOptions, SolveMethod, StageOrder};
+    let mut options = RematOptions::default();
+    for (name, value) in [
+        ("ilp-order", "fixed"),
+        ("ilp-stages", "12"),
+        ("ilp-method", "lp-rounding"),
+        ("ilp-time-limit", "2.5"),
+        ("ilp-gap", "0.01"),
+        ("ilp-warm-start", "false"),
+        ("ilp-seed", "7"),
+        ("auto-time-limit", "30"),
+    ] {
+        options.set(name, value).unwrap();
+    }
+    let ilp = &options.planner.ilp;
+    assert_eq!((ilp.order, ilp.stages, ilp.method), (Some(StageOrder::Fixed), Some(12), Some(SolveMethod::LpRounding)));
+    assert_eq!((ilp.time_limit, ilp.mip_gap, ilp.warm_start, ilp.seed), (2.5, 0.01, false, 7));
+    assert_eq!(options.planner.auto_time_limit, 30.0);
+    // An empty value is the default again.
+    for name in ["ilp-order", "ilp-stages", "ilp-method", "ilp-time-limit", "ilp-gap", "ilp-warm-start", "ilp-seed", "auto-time-limit"] {
+        options.set(name, "").unwrap();
+    }
+    assert_eq!(options, RematOptions::default());
+    assert_eq!(options.planner.ilp, IlpOptions::default());
+    for (name, value) in [("ilp-order", "both"), ("ilp-stages", "-1"), ("ilp-time-limit", "0"), ("ilp-time-limit", "inf"), ("ilp-gap", "-0.1"), ("ilp-seed", "x"), ("auto-time-limit", "NaN")] {
+        let error = options.set(name, value).unwrap_err();
+        assert!(error.starts_with(&format!("invalid {name} '{value}'")), "{error}");
+    }
+}
+
+/// A report with an ILP certificate and auto's comparison, as JSON and as a table.
+#[test]
+fn report_shows_the_ilp_certificate_and_the_comparison() {
+    use remat_planners::auto::Candidate;
+    use remat_planners::ilp::{Certificate, SolveStatus};
+    let context = RematContext::new();
+    let options = RematOptions::from_strings("greedy", "90%", "", "estimate", "").unwrap();
+    let module = context.parse(&example("mlp.linalg.mlir"), "mlp.linalg.mlir").unwrap();
+    let imported = import(&module, None, &ImportOptions::default()).unwrap();
+    let mut report = plan_function(imported, &options).unwrap().report;
+    let (before_json, before_table) = (report.to_json(true), report.to_table(true));
+    assert!(before_json.get("ilp").is_none() && before_json.get("candidates").is_none());
+    report.strategy = "auto".into();
+    report.ilp = Some(Certificate {
+        formulation: "order-free, 9 stages".into(),
+        class: "schedules of at most 9 increasing runs of the input order".into(),
+        status: SolveStatus::TimeLimit,
+        objective: 120.0,
+        dual_bound: 100.0,
+        gap: 1.0 / 6.0,
+        lp_bound: Some(90.0),
+        smallest_feasible_budget: None,
+        size: (340, 512),
+        warm_start: Some("greedy"),
+        solve_seconds: 1.5,
+    });
+    let row = |strategy, plan: Option<(u64, f64)>, fits, chosen, note: Option<&str>| Candidate {
+        strategy,
+        peak_bytes: plan.map(|p| p.0),
+        cost: plan.map(|p| p.1),
+        fits,
+        seconds: 0.25,
+        note: note.map(str::to_string),
+        chosen,
+    };
+    let (baseline, plan) = ((report.baseline_peak_bytes, report.baseline_cost), (report.plan_peak_bytes, report.plan_cost));
+    report.candidates = vec![
+        row("none", Some(baseline), false, false, None),
+        row("greedy", Some((plan.0 + 1024, plan.1 * 1.5)), true, false, None),
+        row("ilp", Some(plan), true, true, None),
+        row("acg", None, false, false, Some("skipped: the time limit of 1 s was spent")),
+    ];
+    let json = report.to_json(true);
+    insta::assert_json_snapshot!("report-ilp-auto-json", json);
+    insta::assert_snapshot!("report-ilp-auto-table", report.to_table(true));
+    // Seconds only when not deterministic.
+    assert!(json["ilp"].get("solve_seconds").is_none() && json["candidates"][0].get("seconds").is_none());
+    let timed = report.to_json(false);
+    assert_eq!((timed["ilp"]["solve_seconds"].as_f64(), timed["candidates"][0]["seconds"].as_f64()), (Some(1.5), Some(0.25)));
+    assert!(report.to_table(false).contains("ilp solved in     1.500 s"));
+    // Without details the report is what it was.
+    report.strategy = "greedy".into();
+    (report.ilp, report.candidates) = (None, Vec::new());
+    assert_eq!((report.to_json(true), report.to_table(true)), (before_json, before_table));
 }
 
 // ---------------------------------------------------------------- measured on the CPU
@@ -385,7 +481,8 @@ proptest! {
             let mut module = context.parse(&text, "random.mlir").unwrap();
             let imported = import(&module, None, &unit_import()).map_err(|e| TestCaseError::fail(e.to_string()))?;
             let baseline = simulate(&imported.graph, &imported.order).unwrap().peak_bytes;
-            let strategy = STRATEGIES[(SplitMix64::new(seed).next_u64() % STRATEGIES.len() as u64) as usize];
+            let strategies = heuristics();
+            let strategy = strategies[(SplitMix64::new(seed).next_u64() % strategies.len() as u64) as usize];
             let schedule = strategy.plan(&PlanRequest { graph: &imported.graph, order: &imported.order, budget: Some(baseline * percent / 100), options: &PlannerOptions::default() }).unwrap();
             let planned = simulate(&imported.graph, &schedule).unwrap();
             apply_schedule(&imported, &schedule).unwrap();

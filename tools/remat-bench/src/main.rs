@@ -13,7 +13,6 @@
 //! * `reforward-time`: ACG solver time vs forward vertices on generated networks (Table 2).
 
 mod reforward;
-mod svg;
 
 use clap::{Parser, Subcommand};
 use remat_graph::training::FeedForward;
@@ -21,6 +20,7 @@ use remat_graph::units::Bytes;
 use remat_graph::Graph;
 use remat_planners::treedec::{EliminationHeuristic, TreeDecomposition};
 use remat_planners::{plan_within_budget, strategy, PlannerOptions};
+use remat_plot as svg;
 use std::path::PathBuf;
 
 #[derive(Parser)]

@@ -1,14 +1,18 @@
 //! `remat-opt`: the mlir-opt-style driver (DESIGN.md, "Command line").
 //!
 //! The only place in remat-opt that does I/O: it reads the input (MLIR or graph JSON, a file
-//! or stdin), plans with the remat pass library, and writes the output only once everything
-//! succeeded (atomically for `-o`), so a failure never leaves a partial file.
+//! or stdin), plans with the remat pass library (or, under `--sweep`, plans at every budget
+//! with every strategy and prints the table), and writes the output only once everything
+//! succeeded (atomically for `-o` and every other file), so a failure never leaves a partial
+//! file.
 
 use clap::{Parser, ValueEnum};
 use remat_graph::json;
 use remat_graph::{Graph, NodeId};
 use remat_mlir::{MlirError, RematContext};
 use remat_pass::{plan_function, RematOptions, Report};
+use remat_planners::sweep::{self, SweepTable};
+use remat_planners::Planner;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -69,6 +73,47 @@ struct Cli {
     /// Keep the strategy's schedule as it is (no polishing pass).
     #[arg(long = "no-polish")]
     no_polish: bool,
+    /// ILP stages: `fixed` (Checkmate's, in the input order) or `free` (order-free)
+    /// (default: by graph size).
+    #[arg(long = "ilp-order", value_name = "fixed|free")]
+    ilp_order: Option<String>,
+    /// Stages of the order-free ILP (default: enough for the input order and the warm start).
+    #[arg(long = "ilp-stages", value_name = "N")]
+    ilp_stages: Option<String>,
+    /// How the ILP is solved: `milp` or `lp-rounding` (LP relaxation and rounding) (default:
+    /// by graph size).
+    #[arg(long = "ilp-method", value_name = "milp|lp-rounding")]
+    ilp_method: Option<String>,
+    /// Wall-clock limit of the ILP solver, in seconds (default: 60).
+    #[arg(long = "ilp-time-limit", value_name = "SECONDS")]
+    ilp_time_limit: Option<String>,
+    /// Relative MIP gap at which the ILP solver stops (default: 1e-4).
+    #[arg(long = "ilp-gap", value_name = "REL")]
+    ilp_gap: Option<String>,
+    /// Seed the ILP solver with the best heuristic plan (default: true).
+    #[arg(long = "ilp-warm-start", value_name = "true|false")]
+    ilp_warm_start: Option<String>,
+    /// Seed of the ILP's randomized rounding (default: 0).
+    #[arg(long = "ilp-seed", value_name = "N")]
+    ilp_seed: Option<String>,
+    /// Wall-clock seconds `--remat=auto` spends over all strategies; the ILP, run last, gets
+    /// what remains (default: 60).
+    #[arg(long = "auto-time-limit", value_name = "SECONDS")]
+    auto_time_limit: Option<String>,
+    /// Plan the function at each budget (percentages of the input order's peak; default
+    /// 100,90,…,20) with every strategy but auto, and print the table instead of the module.
+    #[arg(long, value_name = "P1,P2,…", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    sweep: Option<String>,
+    /// The strategies to sweep, comma-separated (default: all but auto; implies --sweep).
+    #[arg(long = "sweep-strategies", value_name = "S1,S2,…")]
+    sweep_strategies: Option<String>,
+    /// Also write the sweep as CSV to FILE (implies --sweep).
+    #[arg(long = "sweep-csv", value_name = "FILE")]
+    sweep_csv: Option<PathBuf>,
+    /// Also write the sweep's Pareto plot (peak vs recompute overhead) as SVG to FILE
+    /// (implies --sweep).
+    #[arg(long = "sweep-svg", value_name = "FILE")]
+    sweep_svg: Option<PathBuf>,
     /// Run a textual pass pipeline instead (e.g. `builtin.module(func.func(remat{strategy=greedy}))`).
     #[arg(long = "pass-pipeline", value_name = "PIPELINE")]
     pass_pipeline: Option<String>,
@@ -82,6 +127,24 @@ struct Cli {
     /// Print the lowering pipeline for `--lower`'s target (default cpu) and exit.
     #[arg(long = "print-lowering-pipeline")]
     print_lowering_pipeline: bool,
+}
+
+/// What `--sweep` asks for.
+struct SweepRequest {
+    /// Budgets in percent of the input order's peak.
+    percents: Vec<f64>,
+    /// The strategies compared.
+    strategies: Vec<&'static dyn Planner>,
+}
+
+/// What one input (one part with `--split-input-file`) produced.
+struct Processed {
+    /// The text to write: the module, a JSON document, or the sweep table.
+    text: String,
+    /// The plan's report, when one function was planned.
+    report: Option<Report>,
+    /// The sweep, with the function's name, under `--sweep`.
+    sweep: Option<(String, SweepTable)>,
 }
 
 /// A failure: diagnostics already formatted `file:line:col: error: …`.
@@ -147,22 +210,34 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     let source_name = if cli.input == "-" { "<stdin>".to_string() } else { cli.input.clone() };
     let text = read_input(&cli.input).map_err(|e| error(&source_name, e))?;
     let options = remat_options(cli).map_err(|e| Failure(vec![format!("error: {e}")]))?;
+    let sweep = sweep_request(cli).map_err(|e| Failure(vec![format!("error: {e}")]))?;
 
     let chunks: Vec<(usize, &str)> = if cli.split_input_file { split_input(&text) } else { vec![(0, text.as_str())] };
     let mut outputs = Vec::new();
     let mut reports = Vec::new();
+    let mut sweeps = Vec::new();
     let mut failures = Vec::new();
     for (line_offset, chunk) in chunks {
-        match process(cli, &options, chunk, &source_name, line_offset) {
-            Ok((out, report)) => {
-                outputs.push(out);
-                reports.extend(report);
+        match process(cli, &options, sweep.as_ref(), chunk, &source_name, line_offset) {
+            Ok(processed) => {
+                outputs.push(processed.text);
+                reports.extend(processed.report);
+                sweeps.extend(processed.sweep);
             }
             Err(Failure(lines)) => failures.extend(lines.into_iter().map(|l| name_source(l, &source_name))),
         }
     }
     if !failures.is_empty() {
         return Err(Failure(failures));
+    }
+    // The first planned function's sweep goes to the CSV and SVG files.
+    if let Some((function, table)) = sweeps.first() {
+        if let Some(path) = &cli.sweep_csv {
+            write_atomically(path, table.to_csv().as_bytes()).map_err(|e| error(&path.display().to_string(), e))?;
+        }
+        if let Some(path) = &cli.sweep_svg {
+            write_atomically(path, table.to_svg(function).as_bytes()).map_err(|e| error(&path.display().to_string(), e))?;
+        }
     }
     if cli.report {
         let mut stderr = std::io::stderr().lock();
@@ -196,20 +271,73 @@ fn remat_options(cli: &Cli) -> Result<RematOptions, String> {
     let mut options = RematOptions::default();
     let tw_stop = cli.tw_stop.map(|k| k.to_string()).unwrap_or_default();
     let pw_stop = cli.pw_stop.map(|k| k.to_string()).unwrap_or_default();
+    let text = |value: &Option<String>| value.clone().unwrap_or_default();
     for (name, value) in [
-        ("strategy", cli.strategy.as_str()),
-        ("budget", cli.budget.as_deref().unwrap_or("")),
-        ("function", cli.function.as_deref().unwrap_or("")),
-        ("cost-model", cli.cost_model.as_str()),
-        ("unroll-limit", &cli.unroll_limit.to_string()),
-        ("tw-stop", &tw_stop),
-        ("td-heuristic", cli.td_heuristic.as_deref().unwrap_or("")),
-        ("pw-stop", &pw_stop),
-        ("polish", if cli.no_polish { "false" } else { "true" }),
+        ("strategy", cli.strategy.clone()),
+        ("budget", text(&cli.budget)),
+        ("function", text(&cli.function)),
+        ("cost-model", cli.cost_model.clone()),
+        ("unroll-limit", cli.unroll_limit.to_string()),
+        ("tw-stop", tw_stop),
+        ("td-heuristic", text(&cli.td_heuristic)),
+        ("pw-stop", pw_stop),
+        ("polish", (if cli.no_polish { "false" } else { "true" }).to_string()),
+        ("ilp-order", text(&cli.ilp_order)),
+        ("ilp-stages", text(&cli.ilp_stages)),
+        ("ilp-method", text(&cli.ilp_method)),
+        ("ilp-time-limit", text(&cli.ilp_time_limit)),
+        ("ilp-gap", text(&cli.ilp_gap)),
+        ("ilp-warm-start", text(&cli.ilp_warm_start)),
+        ("ilp-seed", text(&cli.ilp_seed)),
+        ("auto-time-limit", text(&cli.auto_time_limit)),
     ] {
-        options.set(name, value)?;
+        options.set(name, &value)?;
     }
     Ok(options)
+}
+
+/// `--sweep` and its companions: `None` without any of them; an error for a bad percentage or
+/// strategy, or for a flag that asks for something else than the table.
+fn sweep_request(cli: &Cli) -> Result<Option<SweepRequest>, String> {
+    if cli.sweep.is_none() && cli.sweep_strategies.is_none() && cli.sweep_csv.is_none() && cli.sweep_svg.is_none() {
+        return Ok(None);
+    }
+    let conflicts = [
+        ("--budget", cli.budget.is_some()),
+        ("--emit", cli.emit != Emit::Mlir),
+        ("--lower", cli.lower.is_some()),
+        ("--pass-pipeline", cli.pass_pipeline.is_some()),
+        ("--report", cli.report),
+        ("--report-json", cli.report_json.is_some()),
+    ];
+    if let Some((flag, _)) = conflicts.iter().find(|(_, given)| *given) {
+        return Err(format!("--sweep plans at its own budgets and prints a table; it cannot be combined with {flag}"));
+    }
+    let percents = match cli.sweep.as_deref().map(str::trim) {
+        None | Some("") => sweep::DEFAULT_PERCENTS.to_vec(),
+        Some(list) => list
+            .split(',')
+            .map(|p| {
+                let number = p.trim().trim_end_matches('%').trim();
+                match number.parse::<f64>() {
+                    Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+                    _ => Err(format!("invalid --sweep percentage '{}' (expected positive percentages such as 100,80,60)", p.trim())),
+                }
+            })
+            .collect::<Result<Vec<f64>, String>>()?,
+    };
+    let strategies = match cli.sweep_strategies.as_deref() {
+        None => sweep::default_strategies(),
+        Some(list) => list
+            .split(',')
+            .map(|name| {
+                let name = name.trim();
+                remat_planners::strategy(name)
+                    .ok_or_else(|| format!("unknown strategy '{name}' in --sweep-strategies (available: {})", remat_planners::strategy_names()))
+            })
+            .collect::<Result<Vec<_>, String>>()?,
+    };
+    Ok(Some(SweepRequest { percents, strategies }))
 }
 
 fn read_input(input: &str) -> Result<String, String> {
@@ -255,10 +383,10 @@ fn looks_like_json(text: &str) -> bool {
     blank_line_comments(text).trim_start().starts_with('{')
 }
 
-/// Plans one input (one part with `--split-input-file`); returns the text to write and the report.
-fn process(cli: &Cli, options: &RematOptions, text: &str, source_name: &str, line_offset: usize) -> Result<(String, Option<Report>), Failure> {
+/// Plans one input (one part with `--split-input-file`), or sweeps it under `--sweep`.
+fn process(cli: &Cli, options: &RematOptions, sweep: Option<&SweepRequest>, text: &str, source_name: &str, line_offset: usize) -> Result<Processed, Failure> {
     if looks_like_json(text) {
-        return process_graph_json(cli, options, text, source_name, line_offset);
+        return process_graph_json(cli, options, sweep, text, source_name, line_offset);
     }
     let context = RematContext::new();
     // Pad so that diagnostics in a split part point at lines of the whole file.
@@ -281,7 +409,7 @@ fn process(cli: &Cli, options: &RematOptions, text: &str, source_name: &str, lin
             return Err(Failure(lines));
         }
         lower(cli, &context, &mut module)?;
-        return Ok((module.as_operation().to_string(), None));
+        return Ok(Processed { text: module.as_operation().to_string(), report: None, sweep: None });
     }
     let imported = remat_mlir::import(&module, options.function.as_deref(), &options.import_options())?;
     for warning in &imported.warnings {
@@ -291,6 +419,9 @@ fn process(cli: &Cli, options: &RematOptions, text: &str, source_name: &str, lin
         }
     }
     let location = imported.location().unwrap_or_else(|| source_name.to_string());
+    if let Some(request) = sweep {
+        return run_sweep(request, options, &imported.name, &imported.graph, &imported.order).map_err(|e| error(&location, e));
+    }
     let planned = plan_function(imported, options).map_err(|e| error(&location, e))?;
     let out = match cli.emit {
         Emit::GraphJson => graph_json(&planned.imported.graph, &planned.imported.name),
@@ -310,14 +441,27 @@ fn process(cli: &Cli, options: &RematOptions, text: &str, source_name: &str, lin
             text
         }
     };
-    Ok((out, Some(planned.report)))
+    Ok(Processed { text: out, report: Some(planned.report), sweep: None })
+}
+
+/// Sweeps one function: the table to print, and the sweep for the CSV and SVG files.
+fn run_sweep(request: &SweepRequest, options: &RematOptions, function: &str, graph: &Graph, order: &[NodeId]) -> Result<Processed, String> {
+    let table = sweep::sweep(graph, order, &request.percents, &request.strategies, &options.planner).map_err(|e| e.to_string())?;
+    Ok(Processed { text: table.to_table(function, false), report: None, sweep: Some((function.to_string(), table)) })
 }
 
 fn graph_json(graph: &Graph, function: &str) -> String {
     json::write_graph(graph, &[("function", serde_json::json!(function))])
 }
 
-fn process_graph_json(cli: &Cli, options: &RematOptions, text: &str, source_name: &str, line_offset: usize) -> Result<(String, Option<Report>), Failure> {
+fn process_graph_json(
+    cli: &Cli,
+    options: &RematOptions,
+    sweep: Option<&SweepRequest>,
+    text: &str,
+    source_name: &str,
+    line_offset: usize,
+) -> Result<Processed, Failure> {
     let text = &blank_line_comments(text);
     let graph = json::read_graph(text).map_err(|e| match e.line_col {
         Some((line, col)) => error(&format!("{source_name}:{}:{col}", line + line_offset), &e.message),
@@ -328,13 +472,16 @@ fn process_graph_json(cli: &Cli, options: &RematOptions, text: &str, source_name
         .and_then(|v| v.pointer("/graph/function").and_then(|f| f.as_str().map(str::to_string)))
         .unwrap_or_else(|| Path::new(source_name).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "graph".into()));
     let order: Vec<NodeId> = graph.topological_schedule();
+    if let Some(request) = sweep {
+        return run_sweep(request, options, &function, &graph, &order).map_err(|e| error(source_name, e));
+    }
     let (plan, report) = remat_pass::plan_graph(&function, &graph, &order, options).map_err(|e| error(source_name, e))?;
     let out = match cli.emit {
         Emit::GraphJson => graph_json(&graph, &function),
         Emit::ScheduleJson => json::write_schedule(&function, &report.strategy, &plan.schedule),
         Emit::Mlir => return Err(error(source_name, "a graph JSON input has no IR to rewrite; use --emit=schedule-json or --emit=graph-json")),
     };
-    Ok((out, Some(report)))
+    Ok(Processed { text: out, report: Some(report), sweep: None })
 }
 
 /// Writes `bytes` to a temporary file beside `path`, then renames it into place.

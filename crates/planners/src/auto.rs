@@ -1,0 +1,266 @@
+//! `--remat=auto`: run every other strategy within one time limit and keep the best plan.
+//!
+//! The strategies run in [`STRATEGIES`] order — the baseline and the heuristics first, the ILP
+//! last — each measured as [`plan_within_budget`](crate::plan_within_budget) measures a plan
+//! (simulated after polishing), through [`measure_plan`]. The time limit
+//! ([`PlannerOptions::auto_time_limit`](crate::PlannerOptions::auto_time_limit)) is checked
+//! between strategies: a strategy that starts in time runs to its end, except the ILP, whose
+//! own time limit is cut to what remains; strategies after the limit are skipped with a note
+//! (the first, `none`, always runs, so there is always a plan).
+//!
+//! The choice, over the strategies that produced a plan:
+//! * with a budget, the cheapest plan within it (ties: the lower peak, then the earlier
+//!   strategy); when none fits, the lowest peak (then the cheaper plan), which the caller
+//!   reports as infeasible;
+//! * without one, the lowest peak (ties: the cheaper plan, then the earlier strategy).
+//!
+//! Every strategy's result is a row of [`PlanDetails::comparison`] (a [`Candidate`]), the
+//! chosen one marked; when the ILP is chosen its certificate is [`PlanDetails::ilp`]. Apart
+//! from the seconds and which strategies the time limit cut, the result is deterministic.
+
+use crate::{measure_plan, strategy, MeasuredPlan, PlanDetails, PlanError, PlanRequest, Planner, PlannerOptions, STRATEGIES};
+use remat_graph::{Graph, NodeId, Schedule};
+use std::cmp::Ordering;
+use std::time::Instant;
+
+/// Default wall-clock seconds `--remat=auto` spends over all strategies.
+pub const DEFAULT_TIME_LIMIT: f64 = 60.0;
+
+/// One strategy's result in `--remat=auto`'s comparison.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidate {
+    /// The strategy.
+    pub strategy: &'static str,
+    /// Simulated peak of its (polished) plan, when it produced one.
+    pub peak_bytes: Option<u64>,
+    /// Cost of its plan.
+    pub cost: Option<f64>,
+    /// Whether the plan is within the budget (always true without one).
+    pub fits: bool,
+    /// Seconds it took.
+    pub seconds: f64,
+    /// Why it has no plan (skipped, failed, out of time).
+    pub note: Option<String>,
+    /// The chosen one.
+    pub chosen: bool,
+}
+
+impl Candidate {
+    /// `cost / baseline_cost − 1` of its plan (0 when the baseline costs nothing); `None`
+    /// without a plan.
+    pub fn recompute_overhead(&self, baseline_cost: f64) -> Option<f64> {
+        self.cost.map(|cost| if baseline_cost > 0.0 { cost / baseline_cost - 1.0 } else { 0.0 })
+    }
+
+    /// A row for a strategy that did not run.
+    fn skipped(strategy: &'static str, note: String) -> Self {
+        Candidate { strategy, peak_bytes: None, cost: None, fits: false, seconds: 0.0, note: Some(note), chosen: false }
+    }
+}
+
+/// Plans with one strategy and measures the plan (no search for the smallest feasible budget
+/// when it does not fit): its row, and the plan when there is one.
+pub(crate) fn candidate(
+    planner: &dyn Planner,
+    graph: &Graph,
+    order: &[NodeId],
+    budget: Option<u64>,
+    options: &PlannerOptions,
+) -> (Candidate, Option<MeasuredPlan>) {
+    let started = Instant::now();
+    let result = measure_plan(planner, graph, order, budget, options);
+    let seconds = started.elapsed().as_secs_f64();
+    match result {
+        Ok(plan) => {
+            let peak = plan.simulation.peak_bytes;
+            let row = Candidate {
+                strategy: planner.name(),
+                peak_bytes: Some(peak),
+                cost: Some(plan.simulation.cost),
+                fits: budget.is_none_or(|b| peak <= b),
+                seconds,
+                note: None,
+                chosen: false,
+            };
+            (row, Some(plan))
+        }
+        Err(e) => (Candidate { seconds, ..Candidate::skipped(planner.name(), e.to_string()) }, None),
+    }
+}
+
+/// `--remat=auto`.
+pub struct AutoRemat;
+
+impl Planner for AutoRemat {
+    fn name(&self) -> &'static str {
+        "auto"
+    }
+    fn summary(&self) -> &'static str {
+        "the best plan of every other strategy within --auto-time-limit"
+    }
+    fn plan(&self, request: &PlanRequest<'_>) -> Result<Schedule, PlanError> {
+        self.plan_detailed(request).map(|(schedule, _)| schedule)
+    }
+    fn plan_detailed(&self, request: &PlanRequest<'_>) -> Result<(Schedule, PlanDetails), PlanError> {
+        request.order_positions()?;
+        let limit = request.options.auto_time_limit;
+        if !(limit.is_finite() && limit > 0.0) {
+            return Err(PlanError::InvalidRequest(format!("auto: the time limit must be a positive number of seconds, not {limit}")));
+        }
+        let started = Instant::now();
+        let mut rows = Vec::new();
+        let mut plans = Vec::new();
+        for planner in STRATEGIES.iter().copied().filter(|p| p.name() != self.name()) {
+            let remaining = limit - started.elapsed().as_secs_f64();
+            // The first strategy (the baseline) always runs, so there is always a plan.
+            if remaining <= 0.0 && !rows.is_empty() {
+                rows.push(Candidate::skipped(planner.name(), format!("skipped: the time limit of {limit} s was spent")));
+                plans.push(None);
+                continue;
+            }
+            // Only the ILP reads its time limit: it never runs past the total.
+            let mut options = request.options.clone();
+            options.ilp.time_limit = options.ilp.time_limit.min(remaining);
+            let (row, plan) = candidate(planner, request.graph, request.order, request.budget, &options);
+            rows.push(row);
+            plans.push(plan);
+        }
+        let best = rows
+            .iter()
+            .enumerate()
+            .filter(|(_, row)| row.peak_bytes.is_some())
+            .min_by(|(_, a), (_, b)| compare(a, b, request.budget))
+            .map(|(i, _)| i);
+        let Some(plan) = best.and_then(|i| plans[i].take()) else {
+            let why: Vec<String> = rows.iter().filter_map(|r| r.note.as_ref().map(|n| format!("{}: {n}", r.strategy))).collect();
+            return Err(PlanError::InvalidRequest(format!("auto: no strategy produced a plan ({})", why.join("; "))));
+        };
+        if let Some(i) = best {
+            rows[i].chosen = true;
+        }
+        Ok((plan.schedule, PlanDetails { ilp: plan.details.ilp, comparison: rows }))
+    }
+}
+
+/// Orders two rows that have plans, better first (see the module docs); equal rows keep
+/// [`STRATEGIES`] order because `min_by` returns the first of equal minima.
+fn compare(a: &Candidate, b: &Candidate, budget: Option<u64>) -> Ordering {
+    let key = |c: &Candidate| (c.peak_bytes.unwrap_or(u64::MAX), c.cost.unwrap_or(f64::INFINITY));
+    let ((peak_a, cost_a), (peak_b, cost_b)) = (key(a), key(b));
+    let by_peak = || peak_a.cmp(&peak_b).then(cost_a.total_cmp(&cost_b));
+    match budget {
+        Some(_) => b.fits.cmp(&a.fits).then_with(|| if a.fits { cost_a.total_cmp(&cost_b).then(peak_a.cmp(&peak_b)) } else { by_peak() }),
+        None => by_peak(),
+    }
+}
+
+/// The smallest budget `--remat=auto` is known to meet after no strategy met the budget: the
+/// least of the smallest budgets each heuristic of `comparison` meets (found by bisection, see
+/// [`crate::smallest_feasible_budget`]). The ILP is left out — a bisection would solve it
+/// dozens of times; its own certificate, when auto chose it, is used before this.
+pub(crate) fn smallest_feasible_budget(graph: &Graph, order: &[NodeId], options: &PlannerOptions, comparison: &[Candidate]) -> Option<u64> {
+    comparison
+        .iter()
+        .filter(|c| c.peak_bytes.is_some() && c.strategy != "ilp")
+        .filter_map(|c| strategy(c.strategy))
+        .filter_map(|planner| crate::smallest_feasible_budget(planner, graph, order, options))
+        .min()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{plan_within_budget, PlanFailure};
+    use remat_graph::{simulate, GraphBuilder, NodeSpec};
+
+    /// A forward chain of `n` equal nodes and a backward chain reading them in reverse (a
+    /// training step in miniature).
+    fn step(n: usize) -> Graph {
+        let mut b = GraphBuilder::new();
+        let x = b.add(NodeSpec::argument("x", 1024), &[]);
+        let mut forward = vec![x];
+        for i in 0..n {
+            let previous = *forward.last().unwrap();
+            forward.push(b.add(NodeSpec::op(format!("f{i}"), 1024, 1.0), &[previous]));
+        }
+        let mut grad = *forward.last().unwrap();
+        for i in (1..n).rev() {
+            grad = b.add(NodeSpec::op(format!("b{i}"), 1024, 1.0).with_output(i == 1), &[grad, forward[i]]);
+        }
+        b.finish().unwrap()
+    }
+
+    /// Default options with a short ILP time limit, so the tests stay quick on any graph.
+    fn options() -> PlannerOptions {
+        let mut options = PlannerOptions::default();
+        options.ilp.time_limit = 1.0;
+        options
+    }
+
+    fn rows(plan: &MeasuredPlan) -> Vec<(&'static str, bool, bool)> {
+        plan.details.comparison.iter().map(|c| (c.strategy, c.fits, c.chosen)).collect()
+    }
+
+    #[test]
+    fn without_a_budget_auto_keeps_the_lowest_peak() {
+        let graph = step(12);
+        let order = graph.topological_schedule();
+        let plan = plan_within_budget(&AutoRemat, &graph, &order, None, &options()).unwrap();
+        let comparison = &plan.details.comparison;
+        let names: Vec<&str> = comparison.iter().map(|c| c.strategy).collect();
+        let expected: Vec<&str> = STRATEGIES.iter().map(|p| p.name()).filter(|&n| n != "auto").collect();
+        assert_eq!(names, expected, "every other strategy, in STRATEGIES order");
+        assert_eq!(comparison.iter().filter(|c| c.chosen).count(), 1);
+        let lowest = comparison.iter().filter_map(|c| c.peak_bytes).min().unwrap();
+        let chosen = comparison.iter().find(|c| c.chosen).unwrap();
+        assert_eq!(chosen.peak_bytes, Some(lowest));
+        assert_eq!(plan.simulation.peak_bytes, lowest, "the chosen strategy's schedule is returned");
+        assert!(lowest < simulate(&graph, &order).unwrap().peak_bytes);
+    }
+
+    #[test]
+    fn with_a_budget_auto_keeps_the_cheapest_plan_that_fits() {
+        let graph = step(12);
+        let order = graph.topological_schedule();
+        let baseline = simulate(&graph, &order).unwrap();
+        // At the baseline peak nothing needs recomputing: the input order wins, first of the ties.
+        let plan = plan_within_budget(&AutoRemat, &graph, &order, Some(baseline.peak_bytes), &options()).unwrap();
+        assert_eq!(rows(&plan)[0], ("none", true, true));
+        assert_eq!(plan.simulation.cost, baseline.cost);
+        // Below it, none is a row that does not fit, and the cheapest fitting plan is chosen.
+        let budget = baseline.peak_bytes * 6 / 10;
+        let plan = plan_within_budget(&AutoRemat, &graph, &order, Some(budget), &options()).unwrap();
+        assert_eq!(rows(&plan)[0], ("none", false, false));
+        let fitting: Vec<f64> = plan.details.comparison.iter().filter(|c| c.fits).filter_map(|c| c.cost).collect();
+        let chosen = plan.details.comparison.iter().find(|c| c.chosen).unwrap();
+        assert!(chosen.fits && fitting.iter().all(|&c| chosen.cost.unwrap() <= c));
+        assert!(plan.simulation.peak_bytes <= budget);
+    }
+
+    #[test]
+    fn an_infeasible_budget_names_a_budget_auto_meets() {
+        let graph = step(8);
+        let order = graph.topological_schedule();
+        let bound = remat_graph::lower_bound(&graph);
+        match plan_within_budget(&AutoRemat, &graph, &order, Some(bound - 1), &options()) {
+            Err(PlanFailure::Infeasible(e)) => {
+                let smallest = e.smallest_feasible.expect("greedy meets the baseline peak");
+                assert!(plan_within_budget(&AutoRemat, &graph, &order, Some(smallest), &options()).is_ok());
+            }
+            other => panic!("expected an infeasible budget, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn strategies_after_the_time_limit_are_skipped() {
+        let graph = step(6);
+        let order = graph.topological_schedule();
+        let hurried = PlannerOptions { auto_time_limit: 1e-9, ..options() };
+        let plan = plan_within_budget(&AutoRemat, &graph, &order, None, &hurried).unwrap();
+        let comparison = &plan.details.comparison;
+        assert!(comparison[0].peak_bytes.is_some(), "the first strategy always starts");
+        assert!(comparison[1..].iter().all(|c| c.peak_bytes.is_none() && c.note.as_deref().is_some_and(|n| n.starts_with("skipped"))));
+        let bad = PlannerOptions { auto_time_limit: f64::NAN, ..options() };
+        assert!(plan_within_budget(&AutoRemat, &graph, &order, None, &bad).is_err());
+    }
+}

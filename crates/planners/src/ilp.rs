@@ -1,0 +1,430 @@
+//! `--remat=ilp`: optimal plans from the Checkmate MILP (Jain et al., MLSys 2020), solved
+//! with HiGHS through good_lp.
+//!
+//! `formulation.rs` holds the stages, variables and rows (fixed: Checkmate's; free: the
+//! order-free default), `model.rs` the program and the solver call, `rounding.rs` Checkmate's
+//! LP relaxation with two-phase rounding (§5) for graphs too large for the MILP. This file
+//! decides which to use, seeds the solver with the best heuristic plan, and certifies the
+//! result: the MIP's proven gap, the LP relaxation's bound, and the smallest feasible budget.
+
+mod formulation;
+mod model;
+mod rounding;
+
+use crate::{finish, PlanDetails, PlanError, PlanRequest, Planner};
+use formulation::{Formulation, Goal, Problem, Stages};
+use model::Outcome;
+use remat_graph::{simulate, Graph, NodeId, Schedule};
+use std::time::Instant;
+
+/// Which schedules the stages describe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StageOrder {
+    /// Checkmate's own: stage t ends with the first computation of node t of the input order.
+    Fixed,
+    /// Order-free: a stage is any increasing run of the input order.
+    Free,
+}
+
+/// How the model is solved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SolveMethod {
+    /// The MILP, to optimality or until the time limit.
+    Milp,
+    /// Checkmate's LP relaxation with two-phase rounding (threshold sweep and randomized).
+    LpRounding,
+}
+
+/// The ILP's knobs (`--ilp-*` flags).
+#[derive(Clone, Debug, PartialEq)]
+pub struct IlpOptions {
+    /// Fixed (Checkmate) or order-free stages; `None` picks by graph size.
+    pub order: Option<StageOrder>,
+    /// Stages of the order-free formulation; `None`: enough for the input order and the warm start.
+    pub stages: Option<usize>,
+    /// MILP or LP rounding; `None` picks by graph size.
+    pub method: Option<SolveMethod>,
+    /// Solver wall-clock limit in seconds.
+    pub time_limit: f64,
+    /// Relative MIP gap at which the solver stops.
+    pub mip_gap: f64,
+    /// Seed the solver with the best heuristic plan.
+    pub warm_start: bool,
+    /// Seed of randomized rounding.
+    pub seed: u64,
+}
+
+impl Default for IlpOptions {
+    fn default() -> Self {
+        IlpOptions { order: None, stages: None, method: None, time_limit: 60.0, mip_gap: 1e-4, warm_start: true, seed: 0 }
+    }
+}
+
+/// How the solver ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SolveStatus {
+    /// Proven optimal (within the MIP gap option).
+    Optimal,
+    /// Stopped at the time limit with a plan; `gap` says how far from optimal it may be.
+    TimeLimit,
+    /// A plan rounded from the LP relaxation; `lp_bound` bounds the optimum.
+    Rounded,
+}
+
+/// What the ILP proved about its plan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Certificate {
+    /// The formulation, e.g. `order-free, 9 stages` or `checkmate (fixed order)`.
+    pub formulation: String,
+    /// The class of schedules the optimum is over.
+    pub class: String,
+    /// How the solve ended.
+    pub status: SolveStatus,
+    /// Cost of the solver's plan (before polishing).
+    pub objective: f64,
+    /// Proven lower bound on the cost of any schedule of the class within the budget.
+    pub dual_bound: f64,
+    /// Relative gap `(objective − dual_bound) / objective`.
+    pub gap: f64,
+    /// The LP relaxation's optimum: a lower bound on the cost at this budget within the class.
+    pub lp_bound: Option<f64>,
+    /// When the budget is infeasible for the class (or none was given): the least peak the
+    /// class reaches (proven when `status` is optimal).
+    pub smallest_feasible_budget: Option<u64>,
+    /// Variables and constraints of the model.
+    pub size: (usize, usize),
+    /// The heuristic whose plan seeded the solver, if any.
+    pub warm_start: Option<&'static str>,
+    /// Seconds in the solver.
+    pub solve_seconds: f64,
+}
+
+
+/// Up to this many nodes the default is the order-free MILP; above, Checkmate's fixed stages.
+pub const FREE_ORDER_NODES: usize = 40;
+/// Up to this many nodes the default is one node per fixed stage (Checkmate's own stages).
+pub const ONE_NODE_STAGES: usize = 120;
+/// Above [`ONE_NODE_STAGES`], fixed stages are blocks sized so there are at most this many.
+pub const MAX_FIXED_STAGES: usize = 60;
+/// Up to this many nodes the default method is the MILP; above, LP rounding.
+pub const MILP_NODES: usize = 300;
+
+/// The strategies whose plans seed the solver, cheapest first after polishing.
+const WARM_STARTS: &[&str] = &["none", "greedy", "treewidth", "pathwidth", "acg"];
+
+/// `--remat=ilp`.
+pub struct IlpRemat;
+
+impl Planner for IlpRemat {
+    fn name(&self) -> &'static str {
+        "ilp"
+    }
+    fn summary(&self) -> &'static str {
+        "optimal plan from the Checkmate MILP (HiGHS); order-free by default, --ilp-order=fixed for Checkmate's stages"
+    }
+    fn plan(&self, request: &PlanRequest<'_>) -> Result<Schedule, PlanError> {
+        self.plan_detailed(request).map(|(s, _)| s)
+    }
+    fn plan_detailed(&self, request: &PlanRequest<'_>) -> Result<(Schedule, PlanDetails), PlanError> {
+        request.order_positions()?;
+        if request.order.is_empty() {
+            return Ok((Vec::new(), PlanDetails::default()));
+        }
+        let (schedule, certificate) = Solve::new(request).run()?;
+        Ok((schedule, PlanDetails { ilp: Some(certificate), ..PlanDetails::default() }))
+    }
+}
+
+/// A heuristic's polished plan, measured.
+struct Heuristic {
+    name: &'static str,
+    schedule: Schedule,
+    peak: u64,
+    cost: f64,
+}
+
+/// Number of increasing runs of the input order in `schedule`: the stages the order-free
+/// formulation needs for it.
+pub fn increasing_runs(graph: &Graph, order: &[NodeId], schedule: &[NodeId]) -> usize {
+    let mut position = vec![usize::MAX; graph.len()];
+    for (i, &v) in order.iter().enumerate() {
+        position[v.index()] = i;
+    }
+    let mut runs = usize::from(!schedule.is_empty());
+    for w in schedule.windows(2) {
+        if position[w[1].index()] <= position[w[0].index()] {
+            runs += 1;
+        }
+    }
+    runs
+}
+
+/// One `--remat=ilp` run: the problem, its deadline, and the heuristics seeding it.
+struct Solve<'r> {
+    request: &'r PlanRequest<'r>,
+    problem: Problem,
+    deadline: Instant,
+    started: Instant,
+    heuristics: Vec<Heuristic>,
+    verbose: bool,
+}
+
+impl<'r> Solve<'r> {
+    fn new(request: &'r PlanRequest<'r>) -> Self {
+        let started = Instant::now();
+        let options = &request.options.ilp;
+        let deadline = started + std::time::Duration::from_secs_f64(options.time_limit.max(0.0));
+        let problem = Problem::new(request.graph, request.order);
+        let mut heuristics = Vec::new();
+        if options.warm_start {
+            for name in WARM_STARTS {
+                let Some(planner) = crate::strategy(name) else { continue };
+                let Ok(raw) = planner.plan(&PlanRequest { options: request.options, ..*request }) else { continue };
+                let schedule = finish(request.graph, raw, request.budget, request.options);
+                if let Ok(sim) = simulate(request.graph, &schedule) {
+                    heuristics.push(Heuristic { name, schedule, peak: sim.peak_bytes, cost: sim.cost });
+                }
+            }
+        }
+        // Cheapest within the budget first, then by peak.
+        let budget = request.budget;
+        heuristics.sort_by(|a, b| {
+            let fits = |h: &Heuristic| budget.is_none_or(|b| h.peak <= b);
+            fits(b).cmp(&fits(a)).then(match budget {
+                Some(_) => a.cost.total_cmp(&b.cost).then(a.peak.cmp(&b.peak)),
+                None => a.peak.cmp(&b.peak).then(a.cost.total_cmp(&b.cost)),
+            })
+        });
+        let verbose = tracing::enabled!(target: "remat_planners::ilp", tracing::Level::DEBUG);
+        Solve { request, problem, deadline, started, heuristics, verbose }
+    }
+
+    fn remaining(&self) -> f64 {
+        self.deadline.saturating_duration_since(Instant::now()).as_secs_f64()
+    }
+
+    fn stages(&self) -> Stages {
+        let n = self.problem.len();
+        let options = &self.request.options.ilp;
+        match options.order.unwrap_or(if n <= FREE_ORDER_NODES { StageOrder::Free } else { StageOrder::Fixed }) {
+            StageOrder::Free => {
+                // Enough stages for the input order and every heuristic plan, so that the
+                // class contains each of them.
+                let runs = self.heuristics.iter().map(|h| increasing_runs(self.request.graph, self.request.order, &h.schedule)).max().unwrap_or(1);
+                Stages::free(n, options.stages.unwrap_or(n.max(runs)))
+            }
+            StageOrder::Fixed => {
+                let block = if n <= ONE_NODE_STAGES { 1 } else { n.div_ceil(MAX_FIXED_STAGES) };
+                Stages::fixed(n, block)
+            }
+        }
+    }
+
+    fn describe(stages: &Stages) -> (String, String) {
+        let view_rule = "and never recompute a view's source while an older view of it is live";
+        match stages.order {
+            StageOrder::Free => (
+                format!("order-free, {} stages", stages.len()),
+                format!("schedules of at most {} increasing runs of the input order (every schedule when that covers its run count) that {view_rule}", stages.len()),
+            ),
+            StageOrder::Fixed => {
+                let block = stages.blocks.first().map_or(1, |b| b.1 - b.0);
+                let formulation = if block == 1 { "checkmate, fixed order".to_string() } else { format!("checkmate, fixed order, {block}-node stages") };
+                let recompute = if block == 1 { "" } else { " before the block's first computations" };
+                (
+                    formulation,
+                    format!("schedules whose first computations follow the input order in {}-node stages, each recomputing earlier nodes at most once, in input order{recompute}, and that {view_rule}", block),
+                )
+            }
+        }
+    }
+
+    /// The best heuristic plan the formulation can start from, as its canonical assignment.
+    fn warm_start(&self, formulation: &Formulation<'_>) -> Option<(&'static str, Vec<f64>)> {
+        self.heuristics.iter().find_map(|h| formulation.assignment(self.request.graph, &h.schedule).map(|x| (h.name, x)))
+    }
+
+    fn solve(&self, formulation: &Formulation<'_>, relax: bool, initial: Option<&[f64]>) -> Result<model::Solved, PlanError> {
+        let options = &self.request.options.ilp;
+        tracing::info!(
+            "ilp: {} {} variables, {} rows, {:.1} s left",
+            if relax { "LP relaxation," } else { "MILP," },
+            formulation.model.columns.len(),
+            formulation.model.rows.len(),
+            self.remaining()
+        );
+        formulation.model.solve(relax, self.remaining(), options.mip_gap, initial, self.verbose).map_err(|e| PlanError::InvalidRequest(format!("ilp: {e}")))
+    }
+
+    fn run(self) -> Result<(Schedule, Certificate), PlanError> {
+        let stages = self.stages();
+        let n = self.problem.len();
+        let method = self.request.options.ilp.method.unwrap_or(if n <= MILP_NODES { SolveMethod::Milp } else { SolveMethod::LpRounding });
+        let method = if stages.order == StageOrder::Free { SolveMethod::Milp } else { method };
+        let (formulation_name, class) = Self::describe(&stages);
+        let result = match (method, self.request.budget) {
+            (SolveMethod::LpRounding, budget) => self.round(stages, budget),
+            (SolveMethod::Milp, Some(budget)) => self.within_budget(stages, budget),
+            (SolveMethod::Milp, None) => self.least_memory_then_cost(stages),
+        }?;
+        let (schedule, mut certificate) = result;
+        certificate.formulation = formulation_name;
+        certificate.class = class;
+        certificate.solve_seconds = self.started.elapsed().as_secs_f64();
+        tracing::info!("ilp: {:?}, cost {}, gap {:.4}", certificate.status, certificate.objective, certificate.gap);
+        Ok((schedule, certificate))
+    }
+
+    fn certificate(&self, f: &Formulation<'_>, solved: &model::Solved, warm: Option<&'static str>, lp_bound: Option<f64>) -> Certificate {
+        let scale = self.cost_scale();
+        let objective = solved.objective * scale;
+        let dual_bound = solved.dual_bound * scale;
+        let gap = if objective > 0.0 { ((objective - dual_bound) / objective).max(0.0) } else { 0.0 };
+        Certificate {
+            formulation: String::new(),
+            class: String::new(),
+            status: if solved.outcome == Outcome::Optimal { SolveStatus::Optimal } else { SolveStatus::TimeLimit },
+            objective,
+            dual_bound,
+            gap,
+            lp_bound: lp_bound.map(|b| b * scale),
+            smallest_feasible_budget: None,
+            size: (f.model.columns.len(), f.model.rows.len()),
+            warm_start: warm,
+            solve_seconds: 0.0,
+        }
+    }
+
+    /// The factor the formulation divided costs by (the mean positive cost).
+    fn cost_scale(&self) -> f64 {
+        let positive: Vec<f64> = self.problem.cost.iter().copied().filter(|&c| c > 0.0).collect();
+        if positive.is_empty() {
+            1.0
+        } else {
+            positive.iter().sum::<f64>() / positive.len() as f64
+        }
+    }
+
+    fn extract(&self, f: &Formulation<'_>, values: &[f64]) -> Result<Schedule, PlanError> {
+        let schedule = f.schedule(values);
+        remat_graph::validate(self.request.graph, &schedule).map_err(|e| PlanError::InvalidRequest(format!("ilp: the solver's plan is not a valid schedule ({e})")))?;
+        Ok(schedule)
+    }
+
+    /// The cheapest plan within `budget`; when there is none, the least-memory plan, which
+    /// names the smallest feasible budget.
+    fn within_budget(&self, stages: Stages, budget: u64) -> Result<(Schedule, Certificate), PlanError> {
+        let f = Formulation::build(&self.problem, stages.clone(), Goal::Cost { budget });
+        let lp = self.solve(&f, true, None)?;
+        if lp.outcome != Outcome::Infeasible {
+            let warm = self.warm_start(&f);
+            let solved = self.solve(&f, false, warm.as_ref().map(|w| w.1.as_slice()))?;
+            match solved.outcome {
+                Outcome::Optimal | Outcome::TimeLimit => {
+                    let schedule = self.extract(&f, &solved.values)?;
+                    let lp_bound = (lp.outcome == Outcome::Optimal).then_some(lp.objective);
+                    return Ok((schedule, self.certificate(&f, &solved, warm.map(|w| w.0), lp_bound)));
+                }
+                Outcome::NoSolution => {
+                    return Err(PlanError::InvalidRequest(format!(
+                        "ilp: no plan within the budget was found in the time limit ({:.0} s); raise --ilp-time-limit or use --ilp-method=lp-rounding",
+                        self.request.options.ilp.time_limit
+                    )))
+                }
+                Outcome::Infeasible => {}
+            }
+        }
+        // Infeasible in the class: the least peak the class reaches is the smallest budget.
+        let (schedule, mut certificate) = self.least_memory(stages)?;
+        certificate.lp_bound = None;
+        Ok((schedule, certificate))
+    }
+
+    /// The least-memory plan (cost ignored); its peak is the smallest feasible budget.
+    fn least_memory(&self, stages: Stages) -> Result<(Schedule, Certificate), PlanError> {
+        let f = Formulation::build(&self.problem, stages, Goal::Memory);
+        let warm = self.warm_start(&f);
+        let solved = self.solve(&f, false, warm.as_ref().map(|w| w.1.as_slice()))?;
+        if !matches!(solved.outcome, Outcome::Optimal | Outcome::TimeLimit) {
+            return Err(PlanError::InvalidRequest(format!("ilp: no schedule found in the time limit ({:.0} s)", self.request.options.ilp.time_limit)));
+        }
+        let schedule = self.extract(&f, &solved.values)?;
+        let peak = simulate(self.request.graph, &schedule).map_err(|e| PlanError::InvalidRequest(e.to_string()))?.peak_bytes;
+        let mut certificate = self.certificate(&f, &solved, warm.map(|w| w.0), None);
+        // The memory program's objective is the peak (in units), not a cost.
+        let cost = simulate(self.request.graph, &schedule).map(|s| s.cost).unwrap_or(f64::NAN);
+        certificate.objective = cost;
+        certificate.dual_bound = f64::NAN;
+        certificate.gap = if solved.outcome == Outcome::Optimal { 0.0 } else { (solved.objective - solved.dual_bound).max(0.0) / solved.objective.max(1e-9) };
+        certificate.smallest_feasible_budget = Some(peak);
+        Ok((schedule, certificate))
+    }
+
+    /// Without a budget: the least peak the class reaches, then the cheapest plan at it.
+    fn least_memory_then_cost(&self, stages: Stages) -> Result<(Schedule, Certificate), PlanError> {
+        let (first, memory) = self.least_memory(stages.clone())?;
+        let peak = memory.smallest_feasible_budget.unwrap_or(u64::MAX);
+        let f = Formulation::build(&self.problem, stages, Goal::Cost { budget: peak });
+        let seed = f.assignment(self.request.graph, &first);
+        let lp = self.solve(&f, true, None)?;
+        let solved = self.solve(&f, false, seed.as_deref())?;
+        if !matches!(solved.outcome, Outcome::Optimal | Outcome::TimeLimit) {
+            return Ok((first, memory));
+        }
+        let schedule = self.extract(&f, &solved.values)?;
+        let lp_bound = (lp.outcome == Outcome::Optimal).then_some(lp.objective);
+        let mut certificate = self.certificate(&f, &solved, memory.warm_start, lp_bound);
+        if memory.status != SolveStatus::Optimal {
+            certificate.status = SolveStatus::TimeLimit;
+        }
+        certificate.smallest_feasible_budget = Some(peak);
+        Ok((schedule, certificate))
+    }
+
+    /// Checkmate's §5 approximation: the LP relaxation, rounded.
+    fn round(&self, stages: Stages, budget: Option<u64>) -> Result<(Schedule, Certificate), PlanError> {
+        let stages = if stages.order == StageOrder::Fixed { stages } else { Stages::fixed(self.problem.len(), 1) };
+        let target = budget.unwrap_or_else(|| self.heuristics.iter().map(|h| h.peak).min().unwrap_or(u64::MAX));
+        let f = Formulation::build(&self.problem, stages, Goal::Cost { budget: target });
+        let lp = self.solve(&f, true, None)?;
+        let candidates = if lp.outcome == Outcome::Optimal { rounding::candidates(&f, &lp.values, self.request.options.ilp.seed) } else { Vec::new() };
+        let graph = self.request.graph;
+        let mut best: Option<(u64, f64, Schedule)> = None;
+        for schedule in candidates {
+            let Ok(sim) = simulate(graph, &schedule) else { continue };
+            let better = |b: &(u64, f64, Schedule)| {
+                let (fits, best_fits) = (sim.peak_bytes <= target, b.0 <= target);
+                if fits != best_fits {
+                    fits
+                } else if fits {
+                    sim.cost < b.1 || (sim.cost == b.1 && sim.peak_bytes < b.0)
+                } else {
+                    sim.peak_bytes < b.0 || (sim.peak_bytes == b.0 && sim.cost < b.1)
+                }
+            };
+            if best.as_ref().is_none_or(better) {
+                best = Some((sim.peak_bytes, sim.cost, schedule));
+            }
+        }
+        let Some((_, cost, schedule)) = best else {
+            return Err(PlanError::InvalidRequest("ilp: the LP relaxation is infeasible at this budget, so no rounding exists".into()));
+        };
+        let lp_bound = lp.objective * self.cost_scale();
+        Ok((
+            schedule,
+            Certificate {
+                formulation: String::new(),
+                class: String::new(),
+                status: SolveStatus::Rounded,
+                objective: cost,
+                dual_bound: lp_bound,
+                gap: if cost > 0.0 { ((cost - lp_bound) / cost).max(0.0) } else { 0.0 },
+                lp_bound: Some(lp_bound),
+                smallest_feasible_budget: None,
+                size: (f.model.columns.len(), f.model.rows.len()),
+                warm_start: None,
+                solve_seconds: lp.seconds,
+            },
+        ))
+    }
+}

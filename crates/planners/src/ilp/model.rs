@@ -1,0 +1,196 @@
+//! A mixed-integer linear program kept as plain rows, so that an assignment can be checked
+//! against exactly what the solver saw, and solved with HiGHS through good_lp.
+
+use good_lp::{variable, Expression, ProblemVariables, SolverModel, Variable};
+use highs::HighsModelStatus;
+
+/// A column: bounds, integrality and objective coefficient.
+#[derive(Clone, Debug)]
+pub(crate) struct Column {
+    pub lo: f64,
+    pub hi: f64,
+    pub integer: bool,
+    pub cost: f64,
+}
+
+/// A row `lo ≤ Σ coef·x ≤ hi`.
+#[derive(Clone, Debug)]
+pub(crate) struct Row {
+    pub terms: Vec<(usize, f64)>,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+/// The program: minimise `Σ cost·x` subject to the rows and column bounds.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Model {
+    pub columns: Vec<Column>,
+    pub rows: Vec<Row>,
+}
+
+/// How a solve ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Proven optimal within the gap option.
+    Optimal,
+    /// Out of time with an incumbent.
+    TimeLimit,
+    /// Proven infeasible.
+    Infeasible,
+    /// Out of time without any feasible point.
+    NoSolution,
+}
+
+/// A solver result.
+#[derive(Clone, Debug)]
+pub(crate) struct Solved {
+    pub outcome: Outcome,
+    /// Objective of the incumbent (`NaN` without one).
+    pub objective: f64,
+    /// Proven lower bound on the optimum (the objective itself for an LP).
+    pub dual_bound: f64,
+    /// The incumbent (empty without one).
+    pub values: Vec<f64>,
+    pub seconds: f64,
+}
+
+/// Feasibility tolerance of [`Model::violation`], relative to the row's scale.
+const TOLERANCE: f64 = 1e-6;
+
+impl Model {
+    pub fn binary(&mut self, cost: f64) -> usize {
+        self.column(0.0, 1.0, true, cost)
+    }
+    pub fn continuous(&mut self, lo: f64, hi: f64) -> usize {
+        self.column(lo, hi, false, 0.0)
+    }
+    pub fn column(&mut self, lo: f64, hi: f64, integer: bool, cost: f64) -> usize {
+        self.columns.push(Column { lo, hi, integer, cost });
+        self.columns.len() - 1
+    }
+    pub fn row(&mut self, terms: Vec<(usize, f64)>, lo: f64, hi: f64) {
+        self.rows.push(Row { terms, lo, hi });
+    }
+    pub fn objective(&self, values: &[f64]) -> f64 {
+        self.columns.iter().zip(values).map(|(c, v)| c.cost * v).sum()
+    }
+
+    /// The first bound or row `values` breaks, described; `None` when it satisfies all.
+    pub fn violation(&self, values: &[f64]) -> Option<String> {
+        for (j, (c, &v)) in self.columns.iter().zip(values).enumerate() {
+            if v < c.lo - TOLERANCE || v > c.hi + TOLERANCE || (c.integer && (v - v.round()).abs() > TOLERANCE) {
+                return Some(format!("column {j} = {v} breaks its bounds [{}, {}]", c.lo, c.hi));
+            }
+        }
+        for (r, row) in self.rows.iter().enumerate() {
+            let lhs: f64 = row.terms.iter().map(|&(j, a)| a * values[j]).sum();
+            let scale = 1.0 + row.terms.iter().map(|&(j, a)| (a * values[j]).abs()).fold(0.0, f64::max);
+            if lhs < row.lo - TOLERANCE * scale || lhs > row.hi + TOLERANCE * scale {
+                return Some(format!("row {r}: {lhs} is outside [{}, {}]", row.lo, row.hi));
+            }
+        }
+        None
+    }
+
+    /// Solves with HiGHS. `relax` drops integrality (the LP relaxation); `initial` is a
+    /// feasible point to start from (a MIP warm start).
+    pub fn solve(&self, relax: bool, time_limit: f64, mip_gap: f64, initial: Option<&[f64]>, verbose: bool) -> Result<Solved, String> {
+        let started = std::time::Instant::now();
+        let mut vars = ProblemVariables::new();
+        let columns: Vec<Variable> = self
+            .columns
+            .iter()
+            .map(|c| {
+                let v = variable().bounds(c.lo..=c.hi);
+                vars.add(if c.integer && !relax { v.integer() } else { v })
+            })
+            .collect();
+        let objective: Expression = self.columns.iter().zip(&columns).filter(|(c, _)| c.cost != 0.0).map(|(c, &v)| c.cost * v).sum();
+        let mut problem = vars.minimise(objective).using(good_lp::solvers::highs::highs);
+        for row in &self.rows {
+            let lhs: Expression = row.terms.iter().map(|&(j, a)| a * columns[j]).sum();
+            if row.lo == row.hi {
+                problem.add_constraint(lhs.eq(row.lo));
+            } else {
+                if row.lo.is_finite() {
+                    problem.add_constraint(lhs.clone().geq(row.lo));
+                }
+                if row.hi.is_finite() {
+                    problem.add_constraint(lhs.leq(row.hi));
+                }
+            }
+        }
+        // good_lp creates one HiGHS column per variable, in creation order.
+        let mut model = problem.try_into_inner().map_err(|e| e.to_string())?;
+        if !verbose {
+            model.make_quiet();
+        }
+        model.set_option("time_limit", time_limit.max(0.01));
+        model.set_option("mip_rel_gap", mip_gap.max(0.0));
+        model.set_option("random_seed", 0);
+        model.set_option("threads", 1);
+        if let (Some(x), false) = (initial, relax) {
+            model.set_solution(Some(x), None, None, None);
+        }
+        let solved = model.try_solve().map_err(|e| format!("HiGHS failed: {e:?}"))?;
+        let status = solved.status();
+        let seconds = started.elapsed().as_secs_f64();
+        let has_point = solved.primal_solution_status() == highs::HighsSolutionStatus::Feasible;
+        let outcome = match status {
+            HighsModelStatus::Optimal | HighsModelStatus::ObjectiveBound | HighsModelStatus::ObjectiveTarget if has_point => Outcome::Optimal,
+            HighsModelStatus::Infeasible | HighsModelStatus::UnboundedOrInfeasible => Outcome::Infeasible,
+            HighsModelStatus::ReachedTimeLimit
+            | HighsModelStatus::ReachedIterationLimit
+            | HighsModelStatus::ReachedSolutionLimit
+            | HighsModelStatus::ReachedInterrupt
+            | HighsModelStatus::ReachedMemoryLimit => {
+                if has_point {
+                    Outcome::TimeLimit
+                } else {
+                    Outcome::NoSolution
+                }
+            }
+            other => return Err(format!("HiGHS ended with status {other:?}")),
+        };
+        if !has_point {
+            return Ok(Solved { outcome, objective: f64::NAN, dual_bound: f64::NAN, values: Vec::new(), seconds });
+        }
+        let values = solved.get_solution().columns().to_vec();
+        let objective = self.objective(&values);
+        let dual_bound = if relax {
+            objective
+        } else {
+            solved.double_info_value(c"mip_dual_bound").unwrap_or(f64::NEG_INFINITY).min(objective)
+        };
+        Ok(Solved { outcome, objective, dual_bound, values, seconds })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// max x + 1.5y, x + 2y ≤ 4.5, x ≤ 3, integers: the MIP optimum (2, 1) differs from the LP's (3, 0.75).
+    #[test]
+    fn solves_a_small_mip_and_its_relaxation() {
+        let mut m = Model::default();
+        let x = m.column(0.0, 3.0, true, -1.0);
+        let y = m.column(0.0, 10.0, true, -1.5);
+        m.row(vec![(x, 1.0), (y, 2.0)], f64::NEG_INFINITY, 4.5);
+        let mip = m.solve(false, 10.0, 0.0, None, false).unwrap();
+        assert_eq!(mip.outcome, Outcome::Optimal);
+        assert_eq!(mip.values.iter().map(|v| v.round() as i64).collect::<Vec<_>>(), vec![2, 1]);
+        assert!(m.violation(&mip.values).is_none());
+        let lp = m.solve(true, 10.0, 0.0, None, false).unwrap();
+        assert!((lp.objective - (-3.0 - 1.5 * 0.75)).abs() < 1e-6, "{}", lp.objective);
+        assert!(m.violation(&[3.0, 1.0]).is_some());
+    }
+
+    #[test]
+    fn reports_infeasibility() {
+        let mut m = Model::default();
+        let x = m.binary(1.0);
+        m.row(vec![(x, 1.0)], 2.0, f64::INFINITY);
+        assert_eq!(m.solve(false, 10.0, 0.0, None, false).unwrap().outcome, Outcome::Infeasible);
+    }
+}

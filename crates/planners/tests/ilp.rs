@@ -1,0 +1,146 @@
+//! The ILP against an independent exhaustive search, and against every heuristic.
+
+use proptest::prelude::*;
+use remat_graph::random::RandomDag;
+use remat_graph::{simulate, Graph};
+use remat_planners::ilp::{SolveStatus, StageOrder};
+use remat_planners::{plan_within_budget, strategy, PlanFailure, PlannerOptions, STRATEGIES};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// The cheapest schedule of `graph` (≤ 12 ops, no views) whose peak stays within `budget`,
+/// over *every* schedule: any order, any recomputation. Uniform-cost search over (nodes
+/// computed so far, values resident); a step computes a node whose inputs are resident
+/// (memory: the resident values plus its output), and freeing a value is a free move, so
+/// the search frees each value right after its last use exactly when that is best. This is
+/// the memory model with no reference to stages. Costs must be integers.
+fn brute_force(graph: &Graph, budget: u64) -> Option<u64> {
+    let ops: Vec<usize> = graph.ids().filter(|&v| !graph.node(v).argument).map(|v| v.index()).collect();
+    let n = ops.len();
+    assert!(n <= 12 && graph.nodes().iter().all(|node| node.view_of.is_none()));
+    let bit = |v: usize| 1u32 << ops.iter().position(|&o| o == v).unwrap();
+    let needs: Vec<u32> = ops.iter().map(|&v| graph.preds(remat_graph::NodeId(v as u32)).iter().filter(|p| !graph.node(**p).argument).map(|p| bit(p.index())).fold(0, |a, b| a | b)).collect();
+    let bytes: Vec<u64> = ops.iter().map(|&v| graph.nodes()[v].bytes).collect();
+    let cost: Vec<u64> = ops.iter().map(|&v| graph.nodes()[v].cost as u64).collect();
+    let pure: Vec<bool> = ops.iter().map(|&v| graph.nodes()[v].pure).collect();
+    let outputs: u32 = ops.iter().enumerate().filter(|(_, &v)| graph.nodes()[v].output).map(|(i, _)| 1 << i).fold(0, |a, b| a | b);
+    let all = (1u32 << n) - 1;
+    let memory: Vec<u64> = (0..=all).map(|resident| (0..n).filter(|i| resident & (1 << i) != 0).map(|i| bytes[i]).sum()).collect();
+    // best[done << n | resident]: the cheapest way found to that state.
+    let mut best = vec![u64::MAX; 1 << (2 * n)];
+    let key = |done: u32, resident: u32| ((done as usize) << n) | resident as usize;
+    let mut queue = BinaryHeap::new();
+    queue.push(Reverse((0u64, 0u32, 0u32)));
+    best[0] = 0;
+    while let Some(Reverse((c, done, resident))) = queue.pop() {
+        if best[key(done, resident)] < c {
+            continue;
+        }
+        if done == all && resident & outputs == outputs {
+            return Some(c);
+        }
+        let mut relax = |next: (u32, u32), nc: u64, queue: &mut BinaryHeap<Reverse<(u64, u32, u32)>>| {
+            if nc < best[key(next.0, next.1)] {
+                best[key(next.0, next.1)] = nc;
+                queue.push(Reverse((nc, next.0, next.1)));
+            }
+        };
+        for i in 0..n {
+            let b = 1 << i;
+            if resident & b != 0 {
+                relax((done, resident & !b), c, &mut queue);
+            } else if needs[i] & !resident == 0 && (pure[i] || done & b == 0) && memory[(resident | b) as usize] <= budget {
+                relax((done | b, resident | b), c + cost[i], &mut queue);
+            }
+        }
+    }
+    None
+}
+
+/// The ILP's plan cost at `budget` (`None`: declared infeasible), with the status.
+fn ilp_cost(graph: &Graph, budget: u64, order: StageOrder) -> Option<(f64, SolveStatus)> {
+    let mut options = PlannerOptions::default();
+    options.ilp.order = Some(order);
+    options.ilp.mip_gap = 0.0;
+    options.ilp.warm_start = std::env::var_os("ILP_TEST_WARM").is_some();
+    let schedule = graph.topological_schedule();
+    match plan_within_budget(strategy("ilp").unwrap(), graph, &schedule, Some(budget), &options) {
+        Ok(plan) => Some((plan.simulation.cost, plan.details.ilp.unwrap().status)),
+        Err(PlanFailure::Infeasible(_)) => None,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// 40 random DAGs of 4–8 nodes, several budgets each from below the least feasible peak to the
+/// input order's: the order-free ILP's optimum is the exhaustive search's, budget by budget
+/// (and so is its verdict on infeasible budgets). Checkmate's fixed order is measured.
+#[test]
+fn the_order_free_optimum_is_the_optimum_over_all_schedules() {
+    let (mut cases, mut fixed_worse, mut fixed_infeasible, mut excess) = (0, 0, 0, Vec::new());
+    for seed in 0..40u64 {
+        let ops = 4 + (seed % 5) as usize;
+        let g = RandomDag { ops, arguments: 1, view_percent: 0, impure_percent: 5, output_percent: 15 }.generate(seed);
+        let order = g.topological_schedule();
+        let baseline = simulate(&g, &order).unwrap().peak_bytes;
+        // Feasibility is monotone in the budget: bisect for the least feasible one.
+        let (mut lo, mut least) = (0, baseline);
+        while lo < least {
+            let mid = lo + (least - lo) / 2;
+            if brute_force(&g, mid).is_some() {
+                least = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        let mut budgets = vec![least.saturating_sub(1), least, least + (baseline - least) / 3, least + 2 * (baseline - least) / 3, baseline];
+        budgets.dedup();
+        for budget in budgets {
+            let t0 = std::time::Instant::now();
+            let exact = brute_force(&g, budget);
+            let t1 = std::time::Instant::now();
+            let free = ilp_cost(&g, budget, StageOrder::Free);
+            eprintln!("TIMING bf {:.3} ilp {:.3} ops {ops} budget {budget} least {least} base {baseline}", (t1 - t0).as_secs_f64(), t1.elapsed().as_secs_f64());
+            assert_eq!(free.map(|f| f.0 as u64), exact, "seed {seed}, budget {budget}: order-free ILP {free:?} vs exhaustive {exact:?}");
+            if let Some((_, status)) = free {
+                assert_eq!(status, SolveStatus::Optimal);
+            }
+            if let Some(exact) = exact {
+                cases += 1;
+                match ilp_cost(&g, budget, StageOrder::Fixed) {
+                    None => fixed_infeasible += 1,
+                    Some((c, _)) if c as u64 > exact => {
+                        fixed_worse += 1;
+                        excess.push((c - exact as f64) / exact as f64);
+                    }
+                    Some((c, _)) => assert_eq!(c as u64, exact, "the fixed order cannot beat every schedule"),
+                }
+            }
+        }
+    }
+    excess.sort_by(f64::total_cmp);
+    let median = excess.get(excess.len() / 2).copied().unwrap_or(0.0);
+    println!("{cases} feasible cases: checkmate's fixed order is worse in {fixed_worse} (median +{:.1} %) and declares {fixed_infeasible} infeasible", median * 100.0);
+    assert!(cases >= 80);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+    /// With views, impure ops and outputs: the ILP's plan is valid, fits any budget a
+    /// heuristic meets, and costs no more than any heuristic's plan there.
+    #[test]
+    fn the_ilp_is_never_worse_than_a_heuristic(seed in any::<u64>(), ops in 1usize..12, percent in 30u64..110) {
+        let g = RandomDag { ops, view_percent: 15, impure_percent: 5, ..RandomDag::default() }.generate(seed);
+        let order = g.topological_schedule();
+        let baseline = simulate(&g, &order).unwrap().peak_bytes;
+        let budget = baseline * percent / 100;
+        let mut options = PlannerOptions::default();
+        options.ilp.mip_gap = 0.0;
+        let ilp = plan_within_budget(strategy("ilp").unwrap(), &g, &order, Some(budget), &options);
+        for planner in STRATEGIES.iter().filter(|p| !matches!(p.name(), "ilp" | "auto")) {
+            if let Ok(plan) = plan_within_budget(*planner, &g, &order, Some(budget), &options) {
+                let ilp = ilp.as_ref().unwrap_or_else(|e| panic!("{} meets {budget} but the ILP fails: {e}", planner.name()));
+                prop_assert!(ilp.simulation.cost <= plan.simulation.cost + 1e-9, "{}: {} < ilp {}", planner.name(), plan.simulation.cost, ilp.simulation.cost);
+            }
+        }
+    }
+}
