@@ -101,7 +101,7 @@ pub struct Certificate {
 
 
 /// Up to this many nodes the default is the order-free MILP; above, Checkmate's fixed stages.
-pub const FREE_ORDER_NODES: usize = 40;
+pub const FREE_ORDER_NODES: usize = 10;
 /// Up to this many nodes the default is one node per fixed stage (Checkmate's own stages).
 pub const ONE_NODE_STAGES: usize = 120;
 /// Above [`ONE_NODE_STAGES`], fixed stages are blocks sized so there are at most this many.
@@ -195,7 +195,7 @@ impl<'r> Solve<'r> {
                 None => a.peak.cmp(&b.peak).then(a.cost.total_cmp(&b.cost)),
             })
         });
-        let verbose = tracing::enabled!(target: "remat_planners::ilp", tracing::Level::DEBUG);
+        let verbose = tracing::enabled!(target: "remat_planners::ilp", tracing::Level::DEBUG) || std::env::var_os("REMAT_HIGHS_LOG").is_some();
         Solve { request, problem, deadline, started, heuristics, verbose }
     }
 
@@ -221,7 +221,7 @@ impl<'r> Solve<'r> {
     }
 
     fn describe(stages: &Stages) -> (String, String) {
-        let view_rule = "and never recompute a view's source while an older view of it is live";
+        let view_rule = "never recompute a view's source while an older view of it is live";
         match stages.order {
             StageOrder::Free => (
                 format!("order-free, {} stages", stages.len()),
@@ -241,7 +241,23 @@ impl<'r> Solve<'r> {
 
     /// The best heuristic plan the formulation can start from, as its canonical assignment.
     fn warm_start(&self, formulation: &Formulation<'_>) -> Option<(&'static str, Vec<f64>)> {
-        self.heuristics.iter().find_map(|h| formulation.assignment(self.request.graph, &h.schedule).map(|x| (h.name, x)))
+        let heuristic = self.heuristics.iter().find_map(|h| formulation.assignment(self.request.graph, &h.schedule).map(|x| (h.name, x)));
+        // The order-free class contains Checkmate's, whose MILP is far smaller and solves fast:
+        // its optimum is a better start than any heuristic it beats.
+        if formulation.stages.order != StageOrder::Free || !self.request.options.ilp.warm_start {
+            return heuristic;
+        }
+        let fixed = Formulation::build(&self.problem, Stages::fixed(self.problem.len(), 1), formulation.goal);
+        let initial = self.heuristics.iter().find_map(|h| fixed.assignment(self.request.graph, &h.schedule));
+        let solved = fixed.model.solve(false, self.remaining() / 4.0, self.request.options.ilp.mip_gap, initial.as_deref(), self.verbose).ok()?;
+        let checkmate = match solved.outcome {
+            Outcome::Optimal | Outcome::TimeLimit => formulation.assignment(self.request.graph, &fixed.schedule(&solved.values)),
+            _ => None,
+        };
+        match (heuristic, checkmate) {
+            (Some(h), Some(c)) => Some(if formulation.model.objective(&c) < formulation.model.objective(&h.1) { ("checkmate", c) } else { h }),
+            (h, c) => h.or(c.map(|c| ("checkmate", c))),
+        }
     }
 
     fn solve(&self, formulation: &Formulation<'_>, relax: bool, initial: Option<&[f64]>) -> Result<model::Solved, PlanError> {
@@ -315,8 +331,10 @@ impl<'r> Solve<'r> {
     /// names the smallest feasible budget.
     fn within_budget(&self, stages: Stages, budget: u64) -> Result<(Schedule, Certificate), PlanError> {
         let f = Formulation::build(&self.problem, stages.clone(), Goal::Cost { budget });
-        let lp = self.solve(&f, true, None)?;
-        if lp.outcome != Outcome::Infeasible {
+        // Below the proven lower bound nothing fits: go straight to the least peak.
+        let below_bound = budget < remat_graph::lower_bound(self.request.graph);
+        let lp = if below_bound { None } else { Some(self.solve(&f, true, None)?) };
+        if let Some(lp) = lp.filter(|lp| lp.outcome != Outcome::Infeasible) {
             let warm = self.warm_start(&f);
             let solved = self.solve(&f, false, warm.as_ref().map(|w| w.1.as_slice()))?;
             match solved.outcome {
@@ -325,12 +343,7 @@ impl<'r> Solve<'r> {
                     let lp_bound = (lp.outcome == Outcome::Optimal).then_some(lp.objective);
                     return Ok((schedule, self.certificate(&f, &solved, warm.map(|w| w.0), lp_bound)));
                 }
-                Outcome::NoSolution => {
-                    return Err(PlanError::InvalidRequest(format!(
-                        "ilp: no plan within the budget was found in the time limit ({:.0} s); raise --ilp-time-limit or use --ilp-method=lp-rounding",
-                        self.request.options.ilp.time_limit
-                    )))
-                }
+                Outcome::NoSolution => return self.best_heuristic(&f, budget, &solved, lp.objective),
                 Outcome::Infeasible => {}
             }
         }
@@ -338,6 +351,35 @@ impl<'r> Solve<'r> {
         let (schedule, mut certificate) = self.least_memory(stages)?;
         certificate.lp_bound = None;
         Ok((schedule, certificate))
+    }
+
+    /// When the solver found no plan in its time limit and none of the heuristic plans was
+    /// in its class to start from: the cheapest heuristic plan within the budget, said so in
+    /// the certificate, with the bound the solver did prove.
+    fn best_heuristic(&self, f: &Formulation<'_>, budget: u64, solved: &model::Solved, lp_objective: f64) -> Result<(Schedule, Certificate), PlanError> {
+        let Some(h) = self.heuristics.iter().find(|h| h.peak <= budget) else {
+            return Err(PlanError::InvalidRequest(format!(
+                "ilp: no plan within the budget was found in the time limit ({:.0} s); raise --ilp-time-limit or use --ilp-method=lp-rounding",
+                self.request.options.ilp.time_limit
+            )));
+        };
+        let scale = self.cost_scale();
+        let bound = if solved.dual_bound.is_finite() { solved.dual_bound.max(lp_objective) } else { lp_objective } * scale;
+        let certificate = Certificate {
+            formulation: String::new(),
+            class: String::new(),
+            status: SolveStatus::TimeLimit,
+            objective: h.cost,
+            dual_bound: bound,
+            gap: if h.cost > 0.0 { ((h.cost - bound) / h.cost).max(0.0) } else { 0.0 },
+            lp_bound: Some(lp_objective * scale),
+            smallest_feasible_budget: None,
+            size: (f.model.columns.len(), f.model.rows.len()),
+            warm_start: Some(h.name),
+            solve_seconds: 0.0,
+        };
+        tracing::warn!("ilp: the solver found no plan in its time limit; returning {}'s plan, within {:.1} % of the proven bound", h.name, certificate.gap * 100.0);
+        Ok((h.schedule.clone(), certificate))
     }
 
     /// The least-memory plan (cost ignored); its peak is the smallest feasible budget.
@@ -387,7 +429,17 @@ impl<'r> Solve<'r> {
         let target = budget.unwrap_or_else(|| self.heuristics.iter().map(|h| h.peak).min().unwrap_or(u64::MAX));
         let f = Formulation::build(&self.problem, stages, Goal::Cost { budget: target });
         let lp = self.solve(&f, true, None)?;
-        let candidates = if lp.outcome == Outcome::Optimal { rounding::candidates(&f, &lp.values, self.request.options.ilp.seed) } else { Vec::new() };
+        let candidates = match lp.outcome {
+            Outcome::Optimal => rounding::candidates(&f, &lp.values, self.request.options.ilp.seed),
+            Outcome::Infeasible => return Err(PlanError::InvalidRequest("ilp: the LP relaxation is infeasible at this budget, so no rounding exists".into())),
+            Outcome::TimeLimit | Outcome::NoSolution => {
+                return Err(PlanError::InvalidRequest(format!(
+                    "ilp: the LP relaxation ({} variables) did not finish within the time limit ({:.0} s); raise --ilp-time-limit",
+                    f.model.columns.len(),
+                    self.request.options.ilp.time_limit
+                )))
+            }
+        };
         let graph = self.request.graph;
         let mut best: Option<(u64, f64, Schedule)> = None;
         for schedule in candidates {
@@ -407,7 +459,7 @@ impl<'r> Solve<'r> {
             }
         }
         let Some((_, cost, schedule)) = best else {
-            return Err(PlanError::InvalidRequest("ilp: the LP relaxation is infeasible at this budget, so no rounding exists".into()));
+            return Err(PlanError::InvalidRequest("ilp: no rounding of the LP relaxation is a valid schedule".into()));
         };
         let lp_bound = lp.objective * self.cost_scale();
         Ok((

@@ -11,7 +11,11 @@
 //!   Eqn. 1 objective, simulated peak and overhead (Feng & Huang Table 1). A GRAPH is a graph
 //!   JSON file or a generated network's name (`vgg16`, `resnet34`, `densenet121`, …).
 //! * `reforward-time`: ACG solver time vs forward vertices on generated networks (Table 2).
+//! * `export-graph vgg|resnet`: a generated CNN step as Checkmate/Moccasin node-link JSON.
+//! * `ilp GRAPH…`: the ILP's cost, status, proven gap and time beside every heuristic's cost
+//!   at a list of budgets.
 
+mod ilp;
 mod reforward;
 
 use clap::{Parser, Subcommand};
@@ -78,6 +82,28 @@ enum Command {
         #[arg(long)]
         svg: Option<PathBuf>,
     },
+    /// A generated VGG- or ResNet-like training step as node-link graph JSON.
+    ExportGraph {
+        /// `vgg` or `resnet`.
+        architecture: String,
+        /// Layers (VGG) or blocks (ResNet) per stage.
+        #[arg(long, value_delimiter = ',', default_value = "1,1")]
+        stages: Vec<usize>,
+        #[arg(short = 'o')]
+        output: PathBuf,
+    },
+    /// The ILP beside every heuristic at each budget: cost, status, proven gap, time.
+    Ilp {
+        graphs: Vec<PathBuf>,
+        /// Budgets, as percentages of the input order's peak.
+        #[arg(long, value_delimiter = ',', default_value = "90,80,70")]
+        budgets: Vec<f64>,
+        #[arg(long, value_delimiter = ',', default_value = "greedy,treewidth,pathwidth,acg")]
+        strategies: Vec<String>,
+        /// The solver's time limit per solve, in seconds.
+        #[arg(long, default_value_t = 60.0)]
+        time_limit: f64,
+    },
     Compare {
         graphs: Vec<PathBuf>,
         #[arg(long, value_delimiter = ',', default_value = "greedy,treewidth,pathwidth")]
@@ -98,6 +124,12 @@ fn main() {
         Command::Compare { graphs, strategies, budget } => compare(&graphs, &strategies, budget),
         Command::Reforward { graphs } => reforward::table(&graphs),
         Command::ReforwardTime { sizes, svg } => reforward::timing(&sizes, svg),
+        Command::ExportGraph { architecture, stages, output } => ilp::export(&architecture, &stages, &output),
+        Command::Ilp { graphs, budgets, strategies, time_limit } => {
+            let mut options = PlannerOptions::default();
+            options.ilp.time_limit = time_limit;
+            ilp::table(&graphs, &budgets, &strategies, &options)
+        }
     };
     if let Err(message) = result {
         eprintln!("remat-bench: error: {message}");

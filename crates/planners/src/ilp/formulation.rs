@@ -50,6 +50,8 @@ pub(crate) struct Problem {
     pub view_source: Vec<Option<usize>>,
     /// Live to the end: an output, or the source of a view that is.
     pub pinned: Vec<bool>,
+    /// The graph's proven lower bound on any peak, in units (rounded up).
+    pub least_peak: u64,
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -97,6 +99,7 @@ impl Problem {
             readers,
             view_source,
             pinned,
+            least_peak: remat_graph::lower_bound(graph).div_ceil(unit),
         }
     }
 
@@ -305,7 +308,8 @@ impl<'p> Formulation<'p> {
             Goal::Memory => f64::INFINITY,
         };
         if self.goal == Goal::Memory {
-            self.peak = Some(self.model.column(0.0, f64::INFINITY, false, 1.0));
+            // The proven lower bound lets the solver stop as soon as a plan reaches it.
+            self.peak = Some(self.model.column(p.least_peak as f64, f64::INFINITY, false, 1.0));
         }
         for t in 0..self.stages.len() {
             let hi = self.stages.blocks[t].1;
@@ -360,6 +364,14 @@ impl<'p> Formulation<'p> {
                     terms.push((rk, -(p.bytes[k] as f64)));
                 }
                 self.model.row(terms, 0.0, 0.0);
+                // Valid inequality: a step holds its output and its inputs. Implied at integral
+                // points, it keeps the LP relaxation from freeing inputs fractionally.
+                if let Some(rk) = self.r[t][k] {
+                    let held = p.bytes[k] + p.preds[k].iter().map(|&q| p.bytes[q]).sum::<u64>();
+                    if held > 0 {
+                        self.model.row(vec![(u, 1.0), (rk, -(held as f64))], 0.0, f64::INFINITY);
+                    }
+                }
                 if let Some(m) = self.peak {
                     self.model.row(vec![(u, 1.0), (m, -1.0)], f64::NEG_INFINITY, 0.0);
                 }

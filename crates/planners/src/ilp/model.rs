@@ -122,7 +122,10 @@ impl Model {
         }
         // good_lp creates one HiGHS column per variable, in creation order.
         let mut model = problem.try_into_inner().map_err(|e| e.to_string())?;
-        if !verbose {
+        if verbose {
+            model.set_option("output_flag", true);
+            model.set_option("log_to_console", true);
+        } else {
             model.make_quiet();
         }
         model.set_option("time_limit", time_limit.max(0.01));
