@@ -41,7 +41,13 @@ pub fn table(graphs: &[PathBuf], percents: &[f64], heuristics: &[String], option
         let baseline = simulate(&graph, &order).map_err(|e| e.to_string())?;
         for &percent in percents {
             let budget = (baseline.peak_bytes as f64 * percent / 100.0) as u64;
-            let ilp = measure_plan(strategy("ilp").unwrap(), &graph, &order, Some(budget), options).map_err(|e| e.to_string())?;
+            let ilp = match measure_plan(strategy("ilp").unwrap(), &graph, &order, Some(budget), options) {
+                Ok(plan) => plan,
+                Err(e) => {
+                    println!("| {name} | {} | {percent:.0}% | — | failed: {e} |{}", graph.op_count(), " |".repeat(5 + heuristics.len()));
+                    continue;
+                }
+            };
             let certificate = ilp.details.ilp.clone().ok_or("the ilp returned no certificate")?;
             let fits = ilp.simulation.peak_bytes <= budget;
             let cost = |c: f64| format!("{:.4e}", c);
