@@ -20,3 +20,4 @@ bench="$target/release/remat-bench"
 "$bench" reforward "$graphs"/{mlp.linalg,mlp.stablehlo,torch_mlp.linalg,rnn_scan.linalg,resnet.linalg,resnet.stablehlo,transformer.linalg,transformer12.linalg,transformer12.stablehlo}.json \
   vgg11 vgg16 vgg19 resnet18 resnet34 resnet101 resnet152 densenet121 densenet169 densenet201
 "$bench" reforward-time --svg docs/bench/reforward-time.svg
+"$bench" ilp examples/graphs/{vgg-small,resnet-small,vgg-3stage,resnet-2stage}.json "$graphs"/{mlp_small,torch_mlp.linalg}.json --time-limit 60

@@ -292,7 +292,7 @@ impl<'r> Solve<'r> {
     }
 
     fn certificate(&self, f: &Formulation<'_>, solved: &model::Solved, warm: Option<&'static str>, lp_bound: Option<f64>) -> Certificate {
-        let scale = self.cost_scale();
+        let scale = self.problem.cost_scale;
         let objective = solved.objective * scale;
         let dual_bound = solved.dual_bound * scale;
         let gap = if objective > 0.0 { ((objective - dual_bound) / objective).max(0.0) } else { 0.0 };
@@ -308,16 +308,6 @@ impl<'r> Solve<'r> {
             size: (f.model.columns.len(), f.model.rows.len()),
             warm_start: warm,
             solve_seconds: 0.0,
-        }
-    }
-
-    /// The factor the formulation divided costs by (the mean positive cost).
-    fn cost_scale(&self) -> f64 {
-        let positive: Vec<f64> = self.problem.cost.iter().copied().filter(|&c| c > 0.0).collect();
-        if positive.is_empty() {
-            1.0
-        } else {
-            positive.iter().sum::<f64>() / positive.len() as f64
         }
     }
 
@@ -363,7 +353,7 @@ impl<'r> Solve<'r> {
                 self.request.options.ilp.time_limit
             )));
         };
-        let scale = self.cost_scale();
+        let scale = self.problem.cost_scale;
         let bound = if solved.dual_bound.is_finite() { solved.dual_bound.max(lp_objective) } else { lp_objective } * scale;
         let certificate = Certificate {
             formulation: String::new(),
@@ -461,7 +451,7 @@ impl<'r> Solve<'r> {
         let Some((_, cost, schedule)) = best else {
             return Err(PlanError::InvalidRequest("ilp: no rounding of the LP relaxation is a valid schedule".into()));
         };
-        let lp_bound = lp.objective * self.cost_scale();
+        let lp_bound = lp.objective * self.problem.cost_scale;
         Ok((
             schedule,
             Certificate {

@@ -52,6 +52,8 @@ pub(crate) struct Problem {
     pub pinned: Vec<bool>,
     /// The graph's proven lower bound on any peak, in units (rounded up).
     pub least_peak: u64,
+    /// What objective costs are divided by (the mean positive cost), to keep them near 1.
+    pub cost_scale: f64,
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -100,6 +102,14 @@ impl Problem {
             view_source,
             pinned,
             least_peak: remat_graph::lower_bound(graph).div_ceil(unit),
+            cost_scale: {
+                let positive: Vec<f64> = order.iter().map(|&v| graph.node(v).cost).filter(|&c| c > 0.0).collect();
+                if positive.is_empty() {
+                    1.0
+                } else {
+                    positive.iter().sum::<f64>() / positive.len() as f64
+                }
+            },
         }
     }
 
@@ -196,15 +206,7 @@ impl<'p> Formulation<'p> {
         let n = problem.len();
         let t_count = stages.len();
         let mut model = Model::default();
-        let cost_scale = {
-            let positive: Vec<f64> = problem.cost.iter().copied().filter(|&c| c > 0.0).collect();
-            if positive.is_empty() {
-                1.0
-            } else {
-                positive.iter().sum::<f64>() / positive.len() as f64
-            }
-        };
-        let r_cost = |i: usize| if matches!(goal, Goal::Memory) { 0.0 } else { problem.cost[i] / cost_scale };
+        let r_cost = |i: usize| if matches!(goal, Goal::Memory) { 0.0 } else { problem.cost[i] / problem.cost_scale };
         let mut r = vec![vec![None; n]; t_count];
         let mut s = vec![vec![None; n]; t_count];
         for t in 0..t_count {
@@ -450,6 +452,7 @@ impl<'p> Formulation<'p> {
     }
 
     /// The largest `U` of a solution, in bytes.
+    #[cfg(test)]
     pub fn peak_bytes(&self, values: &[f64]) -> u64 {
         let units = self.u.iter().flatten().map(|&c| values[c]).fold(0.0, f64::max);
         (units.round() as u64) * self.problem.unit
