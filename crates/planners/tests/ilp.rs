@@ -123,9 +123,12 @@ fn the_order_free_optimum_is_the_optimum_over_all_schedules() {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(40))]
     /// With views, impure ops and outputs: the ILP's plan is valid, fits any budget a
-    /// heuristic meets, and costs no more than any heuristic's plan there.
+    /// heuristic meets, and costs no more than any heuristic's plan there. Up to
+    /// `FREE_ORDER_NODES` (10) ops, where the default is the order-free class, which contains
+    /// every heuristic plan; above, the default is Checkmate's fixed class, which need not
+    /// (this test found an 11-op graph where greedy meets 298 B and the fixed class 308 B).
     #[test]
-    fn the_ilp_is_never_worse_than_a_heuristic(seed in any::<u64>(), ops in 1usize..12, percent in 30u64..110) {
+    fn the_ilp_is_never_worse_than_a_heuristic(seed in any::<u64>(), ops in 1usize..=remat_planners::ilp::FREE_ORDER_NODES, percent in 30u64..110) {
         let g = RandomDag { ops, view_percent: 15, impure_percent: 5, ..RandomDag::default() }.generate(seed);
         let order = g.topological_schedule();
         let baseline = simulate(&g, &order).unwrap().peak_bytes;
