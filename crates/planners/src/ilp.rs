@@ -381,11 +381,11 @@ impl<'r> Solve<'r> {
             return Err(PlanError::InvalidRequest(format!("ilp: no schedule found in the time limit ({:.0} s)", self.request.options.ilp.time_limit)));
         }
         let schedule = self.extract(&f, &solved.values)?;
-        let peak = simulate(self.request.graph, &schedule).map_err(|e| PlanError::InvalidRequest(e.to_string()))?.peak_bytes;
+        let measured = simulate(self.request.graph, &schedule).map_err(|e| PlanError::InvalidRequest(e.to_string()))?;
+        let peak = measured.peak_bytes;
         let mut certificate = self.certificate(&f, &solved, warm.map(|w| w.0), None);
         // The memory program's objective is the peak (in units), not a cost.
-        let cost = simulate(self.request.graph, &schedule).map(|s| s.cost).unwrap_or(f64::NAN);
-        certificate.objective = cost;
+        certificate.objective = measured.cost;
         certificate.dual_bound = f64::NAN;
         certificate.gap = if solved.outcome == Outcome::Optimal { 0.0 } else { (solved.objective - solved.dual_bound).max(0.0) / solved.objective.max(1e-9) };
         certificate.smallest_feasible_budget = Some(peak);

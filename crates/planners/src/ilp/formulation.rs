@@ -437,16 +437,13 @@ impl<'p> Formulation<'p> {
                     }
                 }
             }
-            let _ = lo;
             for i in 0..hi {
                 if need[i] {
                     steps.push(p.nodes[i]);
                 }
                 present[i] = kept[i] || need[i];
             }
-            for i in hi..n {
-                present[i] = false;
-            }
+            present[hi..].fill(false);
         }
         steps
     }
@@ -522,7 +519,7 @@ impl<'p> Formulation<'p> {
         let n = p.len();
         let t_count = self.stages.len();
         let positions: Vec<usize> = schedule.iter().map(|v| p.position[v.index()]).collect();
-        if positions.iter().any(|&i| i == usize::MAX) {
+        if positions.contains(&usize::MAX) {
             return None;
         }
         let stage = self.stage_of_steps(&positions)?;
@@ -609,15 +606,11 @@ impl<'p> Formulation<'p> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ilp::increasing_runs;
     use crate::{PlanRequest, PlannerOptions};
     use proptest::prelude::*;
     use remat_graph::random::RandomDag;
     use remat_graph::simulate;
-
-    fn runs(p: &Problem, schedule: &[NodeId]) -> usize {
-        let positions: Vec<usize> = schedule.iter().map(|v| p.position[v.index()]).collect();
-        1 + positions.windows(2).filter(|w| w[1] <= w[0]).count()
-    }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(200))]
@@ -639,7 +632,7 @@ mod tests {
             }
             for (k, schedule) in schedules.iter().enumerate() {
                 let peak = simulate(&g, schedule).unwrap().peak_bytes;
-                let mut formulations = vec![Formulation::build(&p, Stages::free(p.len(), runs(&p, schedule)), Goal::Memory)];
+                let mut formulations = vec![Formulation::build(&p, Stages::free(p.len(), increasing_runs(&g, &order, schedule)), Goal::Memory)];
                 if k == 0 {
                     formulations.push(Formulation::build(&p, Stages::fixed(p.len(), 1), Goal::Memory));
                     formulations.push(Formulation::build(&p, Stages::fixed(p.len(), 3), Goal::Memory));
@@ -683,10 +676,10 @@ mod tests {
         let g = RandomDag { ops: 6, view_percent: 0, impure_percent: 0, ..RandomDag::default() }.generate(7);
         let order = g.topological_schedule();
         let p = Problem::new(&g, &order);
-        assert_eq!(runs(&p, &order), 1);
+        assert_eq!(increasing_runs(&g, &order, &order), 1);
         let mut twice = order.clone();
         twice.extend(order.iter().copied());
-        assert_eq!(runs(&p, &twice), 2);
+        assert_eq!(increasing_runs(&g, &order, &twice), 2);
         let f = Formulation::build(&p, Stages::free(p.len(), 1), Goal::Memory);
         assert!(f.assignment(&g, &twice).is_none(), "two runs do not fit one stage");
     }
