@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 mod bounds;
+mod dtrlog;
 mod graph;
 pub mod json;
 pub mod random;
@@ -29,6 +30,7 @@ pub mod training;
 pub mod units;
 
 pub use bounds::lower_bound;
+pub use dtrlog::{looks_like_dtr_log, read_dtr_log, DtrLogError};
 pub use graph::{Graph, GraphBuilder, GraphError, Node, NodeId, NodeSpec};
 pub use simulate::{lifetimes, simulate, validate, Lifetimes, ScheduleError, ScheduleErrorKind, Simulation};
 

@@ -4,6 +4,26 @@
 
 use crate::{Graph, GraphBuilder, NodeId, NodeSpec};
 
+/// The linear feed-forward network of Kirisame et al. (DTR), App. A.1: `t_1 … t_N` with
+/// `t_i = f_i(t_{i−1})`, then `t̂_N = f̂_N(t_{N−1})`, `t̂_i = f̂_i(t_{i−1}, t̂_{i+1})` and
+/// `t̂_1 = f̂_1(t̂_2)`, the output; unit sizes and costs. The input `t_0` is left out, as there
+/// (resident, outside the budget). `n ≥ 2`.
+pub fn linear_network(n: usize) -> Graph {
+    assert!(n >= 2, "the network needs at least two layers");
+    let mut g = GraphBuilder::new();
+    let mut forward: Vec<NodeId> = Vec::with_capacity(n);
+    for i in 1..=n {
+        let preds: Vec<NodeId> = forward.last().copied().into_iter().collect();
+        forward.push(g.add(NodeSpec::op(format!("t{i}"), 1, 1.0), &preds));
+    }
+    let mut grad = g.add(NodeSpec::op(format!("dt{n}"), 1, 1.0).backward(true), &[forward[n - 2]]);
+    for i in (2..n).rev() {
+        grad = g.add(NodeSpec::op(format!("dt{i}"), 1, 1.0).backward(true), &[forward[i - 2], grad]);
+    }
+    g.add(NodeSpec::op("dt1", 1, 1.0).backward(true).output(), &[grad]);
+    g.finish().expect("a chain and its gradients form a DAG")
+}
+
 /// A feed-forward training step.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FeedForward {

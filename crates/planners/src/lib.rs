@@ -12,6 +12,7 @@
 pub mod acg;
 pub mod auto;
 pub mod division;
+pub mod dtr;
 pub mod greedy;
 pub mod ilp;
 pub mod none;
@@ -40,11 +41,13 @@ pub struct PlannerOptions {
     pub ilp: ilp::IlpOptions,
     /// Wall-clock seconds `--remat=auto` may spend over all strategies.
     pub auto_time_limit: f64,
+    /// DTR's heuristic, deallocation policy and seed (`--remat=dtr`).
+    pub dtr: dtr::DtrOptions,
 }
 
 impl Default for PlannerOptions {
     fn default() -> Self {
-        PlannerOptions { polish: true, tw_stop: None, td_heuristic: None, pw_stop: None, ilp: ilp::IlpOptions::default(), auto_time_limit: auto::DEFAULT_TIME_LIMIT }
+        PlannerOptions { polish: true, tw_stop: None, td_heuristic: None, pw_stop: None, ilp: ilp::IlpOptions::default(), auto_time_limit: auto::DEFAULT_TIME_LIMIT, dtr: dtr::DtrOptions::default() }
     }
 }
 
@@ -55,6 +58,8 @@ pub struct PlanDetails {
     pub ilp: Option<ilp::Certificate>,
     /// `--remat=auto`'s comparison of every strategy it ran.
     pub comparison: Vec<auto::Candidate>,
+    /// DTR's simulation: evictions, rematerializations and metadata accesses.
+    pub dtr: Option<dtr::DtrStats>,
 }
 
 /// What a planner is asked to do.
@@ -112,7 +117,7 @@ impl PlanRequest<'_> {
 }
 
 /// Every strategy remat-opt knows, in `--help` order.
-pub static STRATEGIES: &[&dyn Planner] = &[&none::NoRemat, &greedy::GreedyRemat, &treewidth::TwRemat, &pathwidth::PwRemat, &acg::AcgRemat, &ilp::IlpRemat, &auto::AutoRemat];
+pub static STRATEGIES: &[&dyn Planner] = &[&none::NoRemat, &greedy::GreedyRemat, &treewidth::TwRemat, &pathwidth::PwRemat, &acg::AcgRemat, &dtr::DtrRemat, &ilp::IlpRemat, &auto::AutoRemat];
 
 /// Looks a strategy up by its command-line name.
 pub fn strategy(name: &str) -> Option<&'static dyn Planner> {

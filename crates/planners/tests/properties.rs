@@ -3,6 +3,7 @@
 use proptest::prelude::*;
 use remat_graph::random::RandomDag;
 use remat_graph::{lower_bound, simulate};
+use remat_planners::dtr::{simulate_dtr, Dealloc, DtrOptions, Heuristic};
 use remat_planners::pathdec::{add_spine, greedy_ordering, hamiltonian_path, PathDecomposition};
 use remat_planners::pathwidth::SpinedDecomposition;
 use remat_planners::polish::polish;
@@ -37,6 +38,29 @@ proptest! {
             prop_assert!(sim.peak_bytes >= lower_bound(&g));
             if budget >= baseline {
                 prop_assert!(sim.peak_bytes <= budget, "{} exceeded a budget the input order meets", planner.name());
+            }
+        }
+    }
+
+    /// DTR (every heuristic, every deallocation policy) either runs out of memory or returns
+    /// a valid schedule whose memory-model peak is within the budget it simulated and within
+    /// what the simulation held resident (the module doc's argument, checked).
+    #[test]
+    fn dtr_schedules_fit_the_budget_they_simulated(seed in any::<u64>(), ops in 1usize..40, percent in 20u64..110) {
+        let g = RandomDag { ops, ..RandomDag::default() }.generate(seed);
+        let order = g.topological_schedule();
+        let baseline = simulate(&g, &order).unwrap().peak_bytes;
+        let budget = baseline * percent / 100;
+        for heuristic in Heuristic::ALL {
+            for dealloc in Dealloc::ALL {
+                let options = DtrOptions { heuristic, dealloc, seed };
+                let Ok((schedule, stats)) = simulate_dtr(&g, &order, budget, &options) else { continue };
+                let sim = simulate(&g, &schedule);
+                prop_assert!(sim.is_ok(), "{heuristic:?}/{dealloc:?}: invalid schedule {:?}", sim);
+                let sim = sim.unwrap();
+                prop_assert!(sim.peak_bytes <= stats.peak_resident && stats.peak_resident <= budget,
+                    "{heuristic:?}/{dealloc:?}: model peak {} resident {} budget {budget}", sim.peak_bytes, stats.peak_resident);
+                prop_assert_eq!(sim.recomputations, stats.rematerializations);
             }
         }
     }

@@ -117,6 +117,20 @@ struct RematPass : public mlir::PassWrapper<RematPass, mlir::OperationPass<>> {
       llvm::cl::desc("Wall-clock seconds strategy=auto spends over all "
                      "strategies (empty: the default)"),
       llvm::cl::init("")};
+  Option<std::string> dtrHeuristic{
+      *this, "dtr-heuristic",
+      llvm::cl::desc("DTR's eviction heuristic: dtr, dtr-eq, dtr-local, lru, "
+                     "size, msps, random or estar (empty: dtr-eq)"),
+      llvm::cl::init("")};
+  Option<std::string> dtrDealloc{
+      *this, "dtr-dealloc",
+      llvm::cl::desc("DTR on deallocation: eager, banish or ignore (empty: "
+                     "eager)"),
+      llvm::cl::init("")};
+  Option<std::string> dtrSeed{
+      *this, "dtr-seed",
+      llvm::cl::desc("Seed of DTR's random heuristic (empty: 0)"),
+      llvm::cl::init("")};
 
   void runOnOperation() override {
     auto ref = [](const std::string &s) {
@@ -133,14 +147,16 @@ struct RematPass : public mlir::PassWrapper<RematPass, mlir::OperationPass<>> {
         name(ilpStages.getArgStr()),    name(ilpMethod.getArgStr()),
         name(ilpTimeLimit.getArgStr()), name(ilpGap.getArgStr()),
         name(ilpWarmStart.getArgStr()), name(ilpSeed.getArgStr()),
-        name(autoTimeLimit.getArgStr())};
+        name(autoTimeLimit.getArgStr()), name(dtrHeuristic.getArgStr()),
+        name(dtrDealloc.getArgStr()),   name(dtrSeed.getArgStr())};
     const MlirStringRef values[] = {
         ref(strategy),     ref(budget),       ref(function),
         ref(costModel),    ref(unrollLimit),  ref(twStop),
         ref(tdHeuristic),  ref(pwStop),       ref(polish),
         ref(ilpOrder),     ref(ilpStages),    ref(ilpMethod),
         ref(ilpTimeLimit), ref(ilpGap),       ref(ilpWarmStart),
-        ref(ilpSeed),      ref(autoTimeLimit)};
+        ref(ilpSeed),      ref(autoTimeLimit), ref(dtrHeuristic),
+        ref(dtrDealloc),   ref(dtrSeed)};
     static_assert(std::size(names) == std::size(values));
     if (!rematCallback ||
         !rematCallback(wrap(getOperation()), names, values, std::size(names)))

@@ -1,7 +1,8 @@
 //! The pass's options, declared once: used by the `remat-opt` flags, the Rust API and the
 //! textual pipeline `remat{strategy=… budget=… function=… cost-model=… unroll-limit=…
 //! tw-stop=… td-heuristic=… pw-stop=… polish=… ilp-order=… ilp-stages=… ilp-method=…
-//! ilp-time-limit=… ilp-gap=… ilp-warm-start=… ilp-seed=… auto-time-limit=…}`.
+//! ilp-time-limit=… ilp-gap=… ilp-warm-start=… ilp-seed=… auto-time-limit=…
+//! dtr-heuristic=… dtr-dealloc=… dtr-seed=…}`.
 //! [`RematOptions::set`] parses every one of them by its pipeline name; the command line and
 //! the C++ registration shim both go through it.
 
@@ -9,6 +10,7 @@ use remat_graph::units::{parse_budget, Budget};
 use remat_mlir::{CostModel, ImportOptions, DEFAULT_UNROLL_LIMIT};
 use remat_planners::ilp::{IlpOptions, SolveMethod, StageOrder};
 use remat_planners::treedec::EliminationHeuristic;
+use remat_planners::dtr::{Dealloc, DtrOptions, Heuristic};
 use remat_planners::{auto, PlannerOptions};
 
 /// Options of the remat pass.
@@ -130,6 +132,27 @@ impl RematOptions {
                 }
             }
             "auto-time-limit" => self.planner.auto_time_limit = parse_seconds(name, value, auto::DEFAULT_TIME_LIMIT)?,
+            "dtr-heuristic" => {
+                self.planner.dtr.heuristic = if value.is_empty() {
+                    DtrOptions::default().heuristic
+                } else {
+                    Heuristic::from_name(value).ok_or_else(|| format!("invalid dtr-heuristic '{value}' (expected one of {})", Heuristic::names()))?
+                }
+            }
+            "dtr-dealloc" => {
+                self.planner.dtr.dealloc = if value.is_empty() {
+                    DtrOptions::default().dealloc
+                } else {
+                    Dealloc::from_name(value).ok_or_else(|| format!("invalid dtr-dealloc '{value}' (expected eager, banish or ignore)"))?
+                }
+            }
+            "dtr-seed" => {
+                self.planner.dtr.seed = if value.is_empty() {
+                    DtrOptions::default().seed
+                } else {
+                    value.parse::<u64>().map_err(|_| format!("invalid dtr-seed '{value}' (expected a non-negative integer)"))?
+                }
+            }
             other => return Err(format!("unknown option '{other}'")),
         }
         Ok(())

@@ -3,6 +3,7 @@
 
 use remat_graph::units::Bytes;
 use remat_planners::auto::Candidate;
+use remat_planners::dtr::DtrStats;
 use remat_planners::ilp::{Certificate, SolveStatus};
 use remat_planners::MeasuredPlan;
 use serde_json::{json, Value};
@@ -40,6 +41,8 @@ pub struct Report {
     pub ilp: Option<Certificate>,
     /// `--remat=auto`'s comparison of the strategies it ran (empty for other strategies).
     pub candidates: Vec<Candidate>,
+    /// DTR's simulation (`--remat=dtr`): evictions, rematerializations, metadata accesses.
+    pub dtr: Option<DtrStats>,
 }
 
 impl Report {
@@ -61,6 +64,7 @@ impl Report {
             raw: (plan.raw.peak_bytes, plan.raw.cost, plan.raw.recomputations),
             ilp: plan.details.ilp.clone(),
             candidates: plan.details.comparison.clone(),
+            dtr: plan.details.dtr.clone(),
         }
     }
 
@@ -118,6 +122,20 @@ impl Report {
                 ilp["solve_seconds"] = json!(c.solve_seconds);
             }
             v["ilp"] = ilp;
+        }
+        if let Some(d) = &self.dtr {
+            v["dtr"] = json!({
+                "heuristic": d.heuristic.name(),
+                "dealloc": d.dealloc.name(),
+                "budget_bytes": d.budget,
+                "operations": d.operations,
+                "rematerializations": d.rematerializations,
+                "evictions": d.evictions,
+                "eager_evictions": d.eager_evictions,
+                "banished": d.banished,
+                "metadata_accesses": d.metadata_accesses,
+                "peak_resident_bytes": d.peak_resident,
+            });
         }
         if !self.candidates.is_empty() {
             let rows = self.candidates.iter().map(|c| {
@@ -192,6 +210,15 @@ impl Report {
         }
         if let Some(c) = &self.ilp {
             s.push_str(&self.ilp_lines(c, deterministic));
+        }
+        if let Some(d) = &self.dtr {
+            let line = |label: &str, value: String| format!("  {label:<16}  {value}\n");
+            s += &line("dtr", format!("heuristic {}, dealloc {}, simulated at {} ({} bytes)", d.heuristic.name(), d.dealloc.name(), Bytes(d.budget), d.budget));
+            s += &line(
+                "dtr simulation",
+                format!("{} ops ({} rematerialized), {} evictions + {} on deallocation, {} banished", d.operations, d.rematerializations, d.evictions, d.eager_evictions, d.banished),
+            );
+            s += &line("dtr metadata", format!("{} storage accesses; {} resident at most", d.metadata_accesses, Bytes(d.peak_resident)));
         }
         if !self.candidates.is_empty() {
             s.push_str(&self.candidate_lines(deterministic));

@@ -1,6 +1,6 @@
 //! `remat-opt`: the mlir-opt-style driver (DESIGN.md, "Command line").
 //!
-//! The only place in remat-opt that does I/O: it reads the input (MLIR or graph JSON, a file
+//! The only place in remat-opt that does I/O: it reads the input (MLIR, graph JSON or a DTR log, a file
 //! or stdin), plans with the remat pass library (or, under `--sweep`, plans at every budget
 //! with every strategy and prints the table), and writes the output only once everything
 //! succeeded (atomically for `-o` and every other file), so a failure never leaves a partial
@@ -30,7 +30,7 @@ enum Emit {
 #[derive(Parser, Debug)]
 #[command(name = "remat-opt", version, about = "Plan which activations to keep or recompute in an MLIR training step, and rewrite it to the plan.")]
 struct Cli {
-    /// Input file: MLIR (linalg-on-tensors or StableHLO) or graph JSON; `-` for stdin.
+    /// Input file: MLIR (linalg-on-tensors or StableHLO), graph JSON or a DTR operator log (JSON lines); `-` for stdin.
     #[arg(default_value = "-")]
     input: String,
     /// Output file (default: stdout). Written only if everything succeeds.
@@ -100,6 +100,17 @@ struct Cli {
     /// what remains (default: 60).
     #[arg(long = "auto-time-limit", value_name = "SECONDS")]
     auto_time_limit: Option<String>,
+    /// DTR's eviction heuristic: dtr, dtr-eq, dtr-local, lru, size, msps, random or estar
+    /// (default: dtr-eq).
+    #[arg(long = "dtr-heuristic", value_name = "HEURISTIC")]
+    dtr_heuristic: Option<String>,
+    /// What DTR does when the program drops a value: eager (evict it), banish (free it for
+    /// good) or ignore (default: eager).
+    #[arg(long = "dtr-dealloc", value_name = "eager|banish|ignore")]
+    dtr_dealloc: Option<String>,
+    /// Seed of DTR's random heuristic (default: 0).
+    #[arg(long = "dtr-seed", value_name = "N")]
+    dtr_seed: Option<String>,
     /// Plan the function at each budget (percentages of the input order's peak; default
     /// 100,90,…,20) with every strategy but auto, and print the table instead of the module.
     #[arg(long, value_name = "P1,P2,…", num_args = 0..=1, require_equals = true, default_missing_value = "")]
@@ -290,6 +301,9 @@ fn remat_options(cli: &Cli) -> Result<RematOptions, String> {
         ("ilp-warm-start", text(&cli.ilp_warm_start)),
         ("ilp-seed", text(&cli.ilp_seed)),
         ("auto-time-limit", text(&cli.auto_time_limit)),
+        ("dtr-heuristic", text(&cli.dtr_heuristic)),
+        ("dtr-dealloc", text(&cli.dtr_dealloc)),
+        ("dtr-seed", text(&cli.dtr_seed)),
     ] {
         options.set(name, &value)?;
     }
@@ -463,15 +477,23 @@ fn process_graph_json(
     line_offset: usize,
 ) -> Result<Processed, Failure> {
     let text = &blank_line_comments(text);
-    let graph = json::read_graph(text).map_err(|e| match e.line_col {
-        Some((line, col)) => error(&format!("{source_name}:{}:{col}", line + line_offset), &e.message),
-        None => error(source_name, &e.message),
-    })?;
-    let function = serde_json::from_str::<serde_json::Value>(text)
-        .ok()
-        .and_then(|v| v.pointer("/graph/function").and_then(|f| f.as_str().map(str::to_string)))
-        .unwrap_or_else(|| Path::new(source_name).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "graph".into()));
-    let order: Vec<NodeId> = graph.topological_schedule();
+    let stem = || Path::new(source_name).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "graph".into());
+    // A DTR operator log (App. C.6) carries its own program order; graph JSON does not.
+    let (graph, order, function) = if remat_graph::looks_like_dtr_log(text) {
+        let (graph, order) = remat_graph::read_dtr_log(text).map_err(|e| error(&format!("{source_name}:{}:1", e.line + line_offset), &e.message))?;
+        (graph, order, stem())
+    } else {
+        let graph = json::read_graph(text).map_err(|e| match e.line_col {
+            Some((line, col)) => error(&format!("{source_name}:{}:{col}", line + line_offset), &e.message),
+            None => error(source_name, &e.message),
+        })?;
+        let function = serde_json::from_str::<serde_json::Value>(text)
+            .ok()
+            .and_then(|v| v.pointer("/graph/function").and_then(|f| f.as_str().map(str::to_string)))
+            .unwrap_or_else(stem);
+        let order: Vec<NodeId> = graph.topological_schedule();
+        (graph, order, function)
+    };
     if let Some(request) = sweep {
         return run_sweep(request, options, &function, &graph, &order).map_err(|e| error(source_name, e));
     }
@@ -479,7 +501,7 @@ fn process_graph_json(
     let out = match cli.emit {
         Emit::GraphJson => graph_json(&graph, &function),
         Emit::ScheduleJson => json::write_schedule(&function, &report.strategy, &plan.schedule),
-        Emit::Mlir => return Err(error(source_name, "a graph JSON input has no IR to rewrite; use --emit=schedule-json or --emit=graph-json")),
+        Emit::Mlir => return Err(error(source_name, "a graph JSON or DTR log input has no IR to rewrite; use --emit=schedule-json or --emit=graph-json")),
     };
     Ok(Processed { text: out, report: Some(report), sweep: None })
 }
