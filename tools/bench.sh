@@ -21,3 +21,5 @@ bench="$target/release/remat-bench"
   vgg11 vgg16 vgg19 resnet18 resnet34 resnet101 resnet152 densenet121 densenet169 densenet201
 "$bench" reforward-time --svg docs/bench/reforward-time.svg
 "$bench" ilp examples/graphs/{vgg-small,resnet-small,vgg-3stage,resnet-2stage}.json "$graphs"/{mlp_small,torch_mlp.linalg}.json --time-limit 60
+"$bench" dtr-theorem --sizes 10,100,1000,3000,10000
+"$bench" dtr "$graphs"/{transformer.linalg,resnet.linalg,transformer12.linalg}.json vgg16 resnet18 densenet121 --budgets 80,70,60,50,40,30

@@ -15,6 +15,7 @@
 //! * `ilp GRAPH…`: the ILP's cost, status, proven gap and time beside every heuristic's cost
 //!   at a list of budgets.
 
+mod dtr;
 mod ilp;
 mod reforward;
 
@@ -92,6 +93,22 @@ enum Command {
         #[arg(short = 'o')]
         output: PathBuf,
     },
+    /// DTR's Theorem 3.1 on the linear network: operations under a 2⌈√N⌉ budget.
+    DtrTheorem {
+        #[arg(long, value_delimiter = ',', default_value = "10,100,1000,10000")]
+        sizes: Vec<usize>,
+    },
+    /// DTR's heuristics at falling budgets: compute overhead and metadata accesses.
+    Dtr {
+        /// Graph JSON files or generated network names (vgg16, resnet18, …).
+        graphs: Vec<String>,
+        /// Budgets, as percentages of the input order's peak.
+        #[arg(long, value_delimiter = ',', default_value = "80,70,60,50,40,30")]
+        budgets: Vec<f64>,
+        /// Deallocation policy: eager, banish or ignore.
+        #[arg(long, default_value = "eager")]
+        dealloc: String,
+    },
     /// The ILP beside every heuristic at each budget: cost, status, proven gap, time.
     Ilp {
         graphs: Vec<PathBuf>,
@@ -125,6 +142,11 @@ fn main() {
         Command::Reforward { graphs } => reforward::table(&graphs),
         Command::ReforwardTime { sizes, svg } => reforward::timing(&sizes, svg),
         Command::ExportGraph { architecture, stages, output } => ilp::export(&architecture, &stages, &output),
+        Command::DtrTheorem { sizes } => dtr::theorem(&sizes),
+        Command::Dtr { graphs, budgets, dealloc } => match remat_planners::dtr::Dealloc::from_name(&dealloc) {
+            Some(dealloc) => dtr::heuristics(&graphs, &budgets, dealloc),
+            None => Err(format!("unknown dealloc policy '{dealloc}' (expected eager, banish or ignore)")),
+        },
         Command::Ilp { graphs, budgets, strategies, time_limit } => {
             let mut options = PlannerOptions::default();
             options.ilp.time_limit = time_limit;

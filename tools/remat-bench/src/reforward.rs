@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 /// A graph by file name or generated network name.
-fn load(name: &str) -> Result<(String, Graph), String> {
+pub fn load(name: &str) -> Result<(String, Graph), String> {
     if let Some(net) = ConvNet::named(name) {
         return Ok((name.to_string(), net.generate()));
     }
