@@ -23,3 +23,4 @@ bench="$target/release/remat-bench"
 "$bench" ilp examples/graphs/{vgg-small,resnet-small,vgg-3stage,resnet-2stage}.json "$graphs"/{mlp_small,torch_mlp.linalg}.json --time-limit 60
 "$bench" dtr-theorem --sizes 10,100,1000,3000,10000
 "$bench" dtr "$graphs"/{transformer.linalg,resnet.linalg,transformer12.linalg}.json vgg16 resnet18 densenet121 --budgets 80,70,60,50,40,30
+"$bench" chain --depths 8,16,32 --budgets 80,60,40 --betas 0.1,0.4,1

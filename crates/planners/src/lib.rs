@@ -11,6 +11,7 @@
 
 pub mod acg;
 pub mod auto;
+pub mod chain;
 pub mod division;
 pub mod dtr;
 pub mod greedy;
@@ -43,11 +44,13 @@ pub struct PlannerOptions {
     pub auto_time_limit: f64,
     /// DTR's heuristic, deallocation policy and seed (`--remat=dtr`).
     pub dtr: dtr::DtrOptions,
+    /// The chain planner's bandwidth, compute rate and memory slots (`--remat=chain`).
+    pub chain: chain::planner::ChainOptions,
 }
 
 impl Default for PlannerOptions {
     fn default() -> Self {
-        PlannerOptions { polish: true, tw_stop: None, td_heuristic: None, pw_stop: None, ilp: ilp::IlpOptions::default(), auto_time_limit: auto::DEFAULT_TIME_LIMIT, dtr: dtr::DtrOptions::default() }
+        PlannerOptions { polish: true, tw_stop: None, td_heuristic: None, pw_stop: None, ilp: ilp::IlpOptions::default(), auto_time_limit: auto::DEFAULT_TIME_LIMIT, dtr: dtr::DtrOptions::default(), chain: chain::planner::ChainOptions::default() }
     }
 }
 
@@ -60,6 +63,8 @@ pub struct PlanDetails {
     pub comparison: Vec<auto::Candidate>,
     /// DTR's simulation: evictions, rematerializations and metadata accesses.
     pub dtr: Option<dtr::DtrStats>,
+    /// The chain planner's DP: stages, makespans with and without offloading.
+    pub chain: Option<chain::planner::ChainStats>,
 }
 
 /// What a planner is asked to do.
@@ -117,7 +122,7 @@ impl PlanRequest<'_> {
 }
 
 /// Every strategy remat-opt knows, in `--help` order.
-pub static STRATEGIES: &[&dyn Planner] = &[&none::NoRemat, &greedy::GreedyRemat, &treewidth::TwRemat, &pathwidth::PwRemat, &acg::AcgRemat, &dtr::DtrRemat, &ilp::IlpRemat, &auto::AutoRemat];
+pub static STRATEGIES: &[&dyn Planner] = &[&none::NoRemat, &greedy::GreedyRemat, &treewidth::TwRemat, &pathwidth::PwRemat, &acg::AcgRemat, &dtr::DtrRemat, &chain::planner::ChainRemat, &ilp::IlpRemat, &auto::AutoRemat];
 
 /// Looks a strategy up by its command-line name.
 pub fn strategy(name: &str) -> Option<&'static dyn Planner> {

@@ -131,6 +131,20 @@ struct RematPass : public mlir::PassWrapper<RematPass, mlir::OperationPass<>> {
       *this, "dtr-seed",
       llvm::cl::desc("Seed of DTR's random heuristic (empty: 0)"),
       llvm::cl::init("")};
+  Option<std::string> bandwidth{
+      *this, "bandwidth",
+      llvm::cl::desc("Host link bandwidth in GB/s for strategy=chain's "
+                     "offloading plan (empty: none)"),
+      llvm::cl::init("")};
+  Option<std::string> computeRate{
+      *this, "compute-rate",
+      llvm::cl::desc("Cost units per second, for bandwidth (empty: 1e13)"),
+      llvm::cl::init("")};
+  Option<std::string> memSlots{
+      *this, "mem-slots",
+      llvm::cl::desc("Memory discretization of the chain DP (empty: exact "
+                     "when small, else 50)"),
+      llvm::cl::init("")};
 
   void runOnOperation() override {
     auto ref = [](const std::string &s) {
@@ -148,7 +162,9 @@ struct RematPass : public mlir::PassWrapper<RematPass, mlir::OperationPass<>> {
         name(ilpTimeLimit.getArgStr()), name(ilpGap.getArgStr()),
         name(ilpWarmStart.getArgStr()), name(ilpSeed.getArgStr()),
         name(autoTimeLimit.getArgStr()), name(dtrHeuristic.getArgStr()),
-        name(dtrDealloc.getArgStr()),   name(dtrSeed.getArgStr())};
+        name(dtrDealloc.getArgStr()),   name(dtrSeed.getArgStr()),
+        name(bandwidth.getArgStr()),    name(computeRate.getArgStr()),
+        name(memSlots.getArgStr())};
     const MlirStringRef values[] = {
         ref(strategy),     ref(budget),       ref(function),
         ref(costModel),    ref(unrollLimit),  ref(twStop),
@@ -156,7 +172,8 @@ struct RematPass : public mlir::PassWrapper<RematPass, mlir::OperationPass<>> {
         ref(ilpOrder),     ref(ilpStages),    ref(ilpMethod),
         ref(ilpTimeLimit), ref(ilpGap),       ref(ilpWarmStart),
         ref(ilpSeed),      ref(autoTimeLimit), ref(dtrHeuristic),
-        ref(dtrDealloc),   ref(dtrSeed)};
+        ref(dtrDealloc),   ref(dtrSeed),      ref(bandwidth),
+        ref(computeRate),  ref(memSlots)};
     static_assert(std::size(names) == std::size(values));
     if (!rematCallback ||
         !rematCallback(wrap(getOperation()), names, values, std::size(names)))

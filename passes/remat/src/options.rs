@@ -2,7 +2,7 @@
 //! textual pipeline `remat{strategy=… budget=… function=… cost-model=… unroll-limit=…
 //! tw-stop=… td-heuristic=… pw-stop=… polish=… ilp-order=… ilp-stages=… ilp-method=…
 //! ilp-time-limit=… ilp-gap=… ilp-warm-start=… ilp-seed=… auto-time-limit=…
-//! dtr-heuristic=… dtr-dealloc=… dtr-seed=…}`.
+//! dtr-heuristic=… dtr-dealloc=… dtr-seed=… bandwidth=… compute-rate=… mem-slots=…}`.
 //! [`RematOptions::set`] parses every one of them by its pipeline name; the command line and
 //! the C++ registration shim both go through it.
 
@@ -10,6 +10,7 @@ use remat_graph::units::{parse_budget, Budget};
 use remat_mlir::{CostModel, ImportOptions, DEFAULT_UNROLL_LIMIT};
 use remat_planners::ilp::{IlpOptions, SolveMethod, StageOrder};
 use remat_planners::treedec::EliminationHeuristic;
+use remat_planners::chain::planner::ChainOptions;
 use remat_planners::dtr::{Dealloc, DtrOptions, Heuristic};
 use remat_planners::{auto, PlannerOptions};
 
@@ -146,6 +147,28 @@ impl RematOptions {
                     Dealloc::from_name(value).ok_or_else(|| format!("invalid dtr-dealloc '{value}' (expected eager, banish or ignore)"))?
                 }
             }
+            "bandwidth" => {
+                self.planner.chain.bandwidth = if value.is_empty() {
+                    None
+                } else {
+                    let number = value.strip_suffix("GB/s").unwrap_or(value).trim();
+                    match number.parse::<f64>() {
+                        Ok(gbs) if gbs.is_finite() && gbs >= 0.0 => Some(gbs * 1e9),
+                        _ => return Err(format!("invalid bandwidth '{value}' (expected GB/s, such as 16 or 16GB/s)")),
+                    }
+                }
+            }
+            "compute-rate" => {
+                self.planner.chain.compute_rate = if value.is_empty() {
+                    ChainOptions::default().compute_rate
+                } else {
+                    match value.parse::<f64>() {
+                        Ok(rate) if rate.is_finite() && rate > 0.0 => rate,
+                        _ => return Err(format!("invalid compute-rate '{value}' (expected cost units per second, such as 1e13)")),
+                    }
+                }
+            }
+            "mem-slots" => self.planner.chain.mem_slots = if value.is_empty() { None } else { Some(number("a number of memory slots, at least 1")?.max(1)) },
             "dtr-seed" => {
                 self.planner.dtr.seed = if value.is_empty() {
                     DtrOptions::default().seed

@@ -3,6 +3,7 @@
 
 use remat_graph::units::Bytes;
 use remat_planners::auto::Candidate;
+use remat_planners::chain::planner::ChainStats;
 use remat_planners::dtr::DtrStats;
 use remat_planners::ilp::{Certificate, SolveStatus};
 use remat_planners::MeasuredPlan;
@@ -43,6 +44,8 @@ pub struct Report {
     pub candidates: Vec<Candidate>,
     /// DTR's simulation (`--remat=dtr`): evictions, rematerializations, metadata accesses.
     pub dtr: Option<DtrStats>,
+    /// The chain DP (`--remat=chain`): stages, makespans with and without offloading.
+    pub chain: Option<ChainStats>,
 }
 
 impl Report {
@@ -65,6 +68,7 @@ impl Report {
             ilp: plan.details.ilp.clone(),
             candidates: plan.details.comparison.clone(),
             dtr: plan.details.dtr.clone(),
+            chain: plan.details.chain.clone(),
         }
     }
 
@@ -136,6 +140,13 @@ impl Report {
                 "metadata_accesses": d.metadata_accesses,
                 "peak_resident_bytes": d.peak_resident,
             });
+        }
+        if let Some(c) = &self.chain {
+            let mut chain = json!({"stages": c.stages, "dp_budget_bytes": c.dp_budget, "remat_makespan": c.remat_makespan, "ops": c.ops});
+            if let Some((makespan, moved)) = c.offload {
+                chain["offload"] = json!({"makespan": makespan, "offloaded_bytes": moved, "overhead_saved": 1.0 - makespan / c.remat_makespan});
+            }
+            v["chain"] = chain;
         }
         if !self.candidates.is_empty() {
             let rows = self.candidates.iter().map(|c| {
@@ -210,6 +221,13 @@ impl Report {
         }
         if let Some(c) = &self.ilp {
             s.push_str(&self.ilp_lines(c, deterministic));
+        }
+        if let Some(c) = &self.chain {
+            let line = |label: &str, value: String| format!("  {label:<16}  {value}\n");
+            s += &line("chain", format!("{} stages, DP at {} ({} bytes), makespan {:.4e}", c.stages, Bytes(c.dp_budget), c.dp_budget, c.remat_makespan));
+            if let Some((makespan, moved)) = c.offload {
+                s += &line("chain offload", format!("makespan {makespan:.4e} ({:+.1}%), {} offloaded (plan only: not in the IR)", 100.0 * (makespan / c.remat_makespan - 1.0), Bytes(moved)));
+            }
         }
         if let Some(d) = &self.dtr {
             let line = |label: &str, value: String| format!("  {label:<16}  {value}\n");

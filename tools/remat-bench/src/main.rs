@@ -15,6 +15,7 @@
 //! * `ilp GRAPH…`: the ILP's cost, status, proven gap and time beside every heuristic's cost
 //!   at a list of budgets.
 
+mod chain;
 mod dtr;
 mod ilp;
 mod reforward;
@@ -93,6 +94,20 @@ enum Command {
         #[arg(short = 'o')]
         output: PathBuf,
     },
+    /// The chain DP on generated MLP steps: overhead with and without offloading.
+    Chain {
+        #[arg(long, value_delimiter = ',', default_value = "8,16")]
+        depths: Vec<usize>,
+        /// Budgets, as percentages of the store-everything peak.
+        #[arg(long, value_delimiter = ',', default_value = "80,60,40")]
+        budgets: Vec<f64>,
+        /// Bandwidths β, in bytes per cost unit.
+        #[arg(long, value_delimiter = ',', default_value = "0.1,0.4,1")]
+        betas: Vec<f64>,
+        /// Memory slots of the DP (default: the DP's).
+        #[arg(long)]
+        slots: Option<usize>,
+    },
     /// DTR's Theorem 3.1 on the linear network: operations under a 2⌈√N⌉ budget.
     DtrTheorem {
         #[arg(long, value_delimiter = ',', default_value = "10,100,1000,10000")]
@@ -142,6 +157,7 @@ fn main() {
         Command::Reforward { graphs } => reforward::table(&graphs),
         Command::ReforwardTime { sizes, svg } => reforward::timing(&sizes, svg),
         Command::ExportGraph { architecture, stages, output } => ilp::export(&architecture, &stages, &output),
+        Command::Chain { depths, budgets, betas, slots } => chain::table(&depths, &budgets, &betas, slots),
         Command::DtrTheorem { sizes } => dtr::theorem(&sizes),
         Command::Dtr { graphs, budgets, dealloc } => match remat_planners::dtr::Dealloc::from_name(&dealloc) {
             Some(dealloc) => dtr::heuristics(&graphs, &budgets, dealloc),

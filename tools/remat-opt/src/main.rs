@@ -111,6 +111,15 @@ struct Cli {
     /// Seed of DTR's random heuristic (default: 0).
     #[arg(long = "dtr-seed", value_name = "N")]
     dtr_seed: Option<String>,
+    /// Host link bandwidth for `--remat=chain`'s offloading plan, in GB/s (default: none).
+    #[arg(long, value_name = "GB/s")]
+    bandwidth: Option<String>,
+    /// Cost units per second, turning costs into time for `--bandwidth` (default: 1e13).
+    #[arg(long = "compute-rate", value_name = "UNITS/s")]
+    compute_rate: Option<String>,
+    /// Memory discretization of the chain DP (default: exact when small, else 50).
+    #[arg(long = "mem-slots", value_name = "N")]
+    mem_slots: Option<String>,
     /// Plan the function at each budget (percentages of the input order's peak; default
     /// 100,90,…,20) with every strategy but auto, and print the table instead of the module.
     #[arg(long, value_name = "P1,P2,…", num_args = 0..=1, require_equals = true, default_missing_value = "")]
@@ -304,6 +313,9 @@ fn remat_options(cli: &Cli) -> Result<RematOptions, String> {
         ("dtr-heuristic", text(&cli.dtr_heuristic)),
         ("dtr-dealloc", text(&cli.dtr_dealloc)),
         ("dtr-seed", text(&cli.dtr_seed)),
+        ("bandwidth", text(&cli.bandwidth)),
+        ("compute-rate", text(&cli.compute_rate)),
+        ("mem-slots", text(&cli.mem_slots)),
     ] {
         options.set(name, &value)?;
     }
