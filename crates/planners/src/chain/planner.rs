@@ -120,11 +120,11 @@ impl ChainView {
         // Cut after position i when everything before i is read no later than i.
         let mut cuts = Vec::new();
         let mut reach = 0usize;
-        for i in 0..fwd.len() {
+        for (i, &read) in last_read.iter().enumerate() {
             if reach <= i && i + 1 < fwd.len() {
                 cuts.push(i);
             }
-            reach = reach.max(last_read[i]);
+            reach = reach.max(read);
         }
         // Stage of each forward position: cuts end stages 1..=L, the rest is the loss.
         let mut groups: Vec<Vec<NodeId>> = Vec::new();
@@ -280,6 +280,10 @@ impl Planner for ChainRemat {
         let Some((schedule, dp_budget, makespan, ops)) = Self::plan_at(&view, graph, budget, options) else {
             return Ok((request.order.to_vec(), PlanDetails::default()));
         };
+        // A chain plan that misses a budget the input order meets is no plan.
+        if baseline <= budget && simulate(graph, &schedule).map_or(true, |s| s.peak_bytes > budget) {
+            return Ok((request.order.to_vec(), PlanDetails::default()));
+        }
         let offload = options.beta().and_then(|beta| {
             let plan = dp::solve(&view.chain, dp_budget, Some(beta), options.mem_slots)?;
             let moved: u64 = plan.ops.iter().filter_map(|op| if let ChainOp::Offload(l) = op { Some(transfer_bytes(&view.chain, &plan.ops, *l)) } else { None }).sum();
@@ -311,7 +315,7 @@ mod tests {
         let view = ChainView::of(&graph, &order);
         // t1..t8 are the forward part (no backward flags would make the loss dt1's cone);
         // every t_i but the last is a cut.
-        assert!(view.chain.len() >= 1);
+        assert!(!view.chain.is_empty());
         let all: usize = view.forward.iter().chain(&view.backward).map(Vec::len).sum();
         assert_eq!(all, order.len(), "every node is in exactly one stage");
     }
