@@ -259,23 +259,11 @@ impl Planner for ChainRemat {
         let baseline = simulate(graph, request.order).map_err(|e| PlanError::InvalidRequest(e.to_string()))?.peak_bytes;
         let budget = match request.budget {
             Some(b) => b,
-            // Least memory: the smallest budget whose plan fits (bisection over feasibility).
-            None => {
-                let fits = |b: u64| Self::plan_at(&view, graph, b, options).is_some_and(|(s, ..)| simulate(graph, &s).is_ok_and(|sim| sim.peak_bytes <= b));
-                let (mut low, mut high) = (remat_graph::lower_bound(graph).min(baseline), baseline);
-                if !fits(high) {
-                    return Ok((request.order.to_vec(), PlanDetails::default()));
-                }
-                while low < high {
-                    let mid = low + (high - low) / 2;
-                    if fits(mid) {
-                        high = mid;
-                    } else {
-                        low = mid + 1;
-                    }
-                }
-                high
-            }
+            // Least memory: the smallest budget the chain plan meets (bisected).
+            None => match crate::smallest_feasible_budget(self, graph, request.order, request.options) {
+                Some(b) => b,
+                None => return Ok((request.order.to_vec(), PlanDetails::default())),
+            },
         };
         let Some((schedule, dp_budget, makespan, ops)) = Self::plan_at(&view, graph, budget, options) else {
             return Ok((request.order.to_vec(), PlanDetails::default()));
