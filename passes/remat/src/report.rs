@@ -223,14 +223,12 @@ impl Report {
             s.push_str(&self.ilp_lines(c, deterministic));
         }
         if let Some(c) = &self.chain {
-            let line = |label: &str, value: String| format!("  {label:<16}  {value}\n");
             s += &line("chain", format!("{} stages, DP at {} ({} bytes), makespan {:.4e}", c.stages, Bytes(c.dp_budget), c.dp_budget, c.remat_makespan));
             if let Some((makespan, moved)) = c.offload {
                 s += &line("chain offload", format!("makespan {makespan:.4e} ({:+.1}%), {} offloaded (plan only: not in the IR)", 100.0 * (makespan / c.remat_makespan - 1.0), Bytes(moved)));
             }
         }
         if let Some(d) = &self.dtr {
-            let line = |label: &str, value: String| format!("  {label:<16}  {value}\n");
             s += &line("dtr", format!("heuristic {}, dealloc {}, simulated at {} ({} bytes)", d.heuristic.name(), d.dealloc.name(), Bytes(d.budget), d.budget));
             s += &line(
                 "dtr simulation",
@@ -249,7 +247,6 @@ impl Report {
 
     /// The ILP's certificate, one fact per line.
     fn ilp_lines(&self, c: &Certificate, deterministic: bool) -> String {
-        let line = |label: &str, value: String| format!("  {label:<16}  {value}\n");
         let mut s = line("ilp", format!("{}, {}", status_name(c.status), c.formulation));
         s += &line("ilp class", c.class.clone());
         let lp = c.lp_bound.map(|b| format!("; LP bound {b:.4e}")).unwrap_or_default();
@@ -317,4 +314,9 @@ fn status_name(status: SolveStatus) -> &'static str {
         SolveStatus::TimeLimit => "time-limit",
         SolveStatus::Rounded => "rounded",
     }
+}
+
+/// One labelled fact of the report table (the ILP, DTR and chain sections).
+fn line(label: &str, value: String) -> String {
+    format!("  {label:<16}  {value}\n")
 }
