@@ -183,9 +183,14 @@ pub fn write_graph(graph: &Graph, graph_attributes: &[(&str, Value)]) -> String 
     text
 }
 
-/// Writes a schedule as `{"function", "strategy", "steps"}` JSON.
-pub fn write_schedule(function: &str, strategy: &str, steps: &[NodeId]) -> String {
-    let doc = json!({"function": function, "strategy": strategy, "steps": steps});
+/// Writes a schedule as `{"function", "strategy", "steps"}` JSON, with `"transfers"` (host round
+/// trips as `[instance, offload_after, prefetch_before]` step indices) when there are any.
+pub fn write_schedule(function: &str, strategy: &str, steps: &[NodeId], transfers: &[crate::Transfer]) -> String {
+    let mut doc = json!({"function": function, "strategy": strategy, "steps": steps});
+    if !transfers.is_empty() {
+        // Step indices: [instance, offload_after, prefetch_before] (simulate_with_transfers).
+        doc["transfers"] = json!(transfers.iter().map(|t| [t.instance, t.offload_after, t.prefetch_before]).collect::<Vec<_>>());
+    }
     let mut text = serde_json::to_string(&doc).expect("JSON values always serialize");
     text.push('\n');
     text

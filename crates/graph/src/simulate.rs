@@ -10,7 +10,17 @@
 //! * a view instance owns no bytes and keeps the source instance it was made from live for as
 //!   long as it is live itself.
 //!
-//! Cost: O(steps + Σ inputs) time and memory.
+//! # Host transfers
+//!
+//! A plan may also move values to host memory and back ([`Transfer`], Beaumont et al. 2021's
+//! offload and prefetch). Memory is then two numbers per step: *device* bytes (`step_bytes`,
+//! the peak the budget bounds) and *host* bytes (`host_step_bytes`). An instance offloaded
+//! after step `a` and prefetched before step `p` holds no device bytes at steps `a+1 … p-1`
+//! (its device buffer is freed once the copy to the host is done, and the copy back is
+//! allocated right before step `p`), and holds host bytes between steps `a` and `p`. No step
+//! in that window may read it.
+//!
+//! Cost: O(steps + Σ inputs + transfers) time and memory.
 
 use crate::graph::{Graph, NodeId};
 
@@ -27,6 +37,8 @@ pub enum ScheduleErrorKind {
     ImpureRepeated,
     /// A node is never executed.
     NeverExecuted,
+    /// A host transfer breaks a rule (what is wrong, in words).
+    InvalidTransfer(&'static str),
 }
 
 /// A schedule that breaks the rules, with the step (if any) and node at fault.
@@ -52,14 +64,28 @@ impl ScheduleError {
             }
             ScheduleErrorKind::ImpureRepeated => format!("{at}node {} is impure and executed twice", self.node),
             ScheduleErrorKind::NeverExecuted => format!("node {} is never executed", self.node),
+            ScheduleErrorKind::InvalidTransfer(why) => format!("{at}the host transfer of node {}: {why}", self.node),
         }
     }
+}
+
+/// A host round trip of one value instance: the instance computed at step `instance` is
+/// copied to host memory after step `offload_after` and copied back right before step
+/// `prefetch_before`, which (or a later step) reads the copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Transfer {
+    /// The step that computed the instance.
+    pub instance: usize,
+    /// The step after which it is offloaded (`>= instance`).
+    pub offload_after: usize,
+    /// The step before which it is prefetched (`> offload_after`).
+    pub prefetch_before: usize,
 }
 
 /// The measured memory and cost of a valid schedule.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Simulation {
-    /// Bytes resident at each step (arguments excluded).
+    /// Device bytes resident at each step (arguments excluded).
     pub step_bytes: Vec<u64>,
     /// The maximum of `step_bytes` (0 for an empty schedule).
     pub peak_bytes: u64,
@@ -69,6 +95,12 @@ pub struct Simulation {
     pub cost: f64,
     /// Number of steps that re-execute a node already executed earlier.
     pub recomputations: usize,
+    /// Host bytes held between each step and the next (all zero without transfers).
+    pub host_step_bytes: Vec<u64>,
+    /// The maximum of `host_step_bytes`.
+    pub host_peak_bytes: u64,
+    /// Bytes copied to the host over the whole schedule (each transfer counted once).
+    pub offloaded_bytes: u64,
 }
 
 /// Checks that `schedule` is a complete, valid schedule of `graph`: every input of a step was
@@ -177,7 +209,41 @@ pub fn lifetimes(graph: &Graph, schedule: &[NodeId]) -> Result<Lifetimes, Schedu
 
 /// Validates `schedule` and measures it under the memory model.
 pub fn simulate(graph: &Graph, schedule: &[NodeId]) -> Result<Simulation, ScheduleError> {
-    let Lifetimes { step_bytes, cost, recomputations, .. } = lifetimes(graph, schedule)?;
+    simulate_with_transfers(graph, schedule, &[])
+}
+
+/// Validates `schedule` and its host `transfers` and measures them: device bytes per step
+/// (offloaded instances excluded while they are on the host) and host bytes between steps.
+///
+/// A transfer must name an instance that owns bytes (not a view) and that no view was made
+/// from; no step inside the window may read it, and a step at or after the prefetch must
+/// read it, before its node runs again (or it is an output). Windows of one instance must
+/// not overlap.
+pub fn simulate_with_transfers(graph: &Graph, schedule: &[NodeId], transfers: &[Transfer]) -> Result<Simulation, ScheduleError> {
+    let Lifetimes { end, view_source, mut step_bytes, cost, recomputations } = lifetimes(graph, schedule)?;
+    let steps = schedule.len();
+    let mut host_step_bytes = vec![0u64; steps];
+    let mut offloaded_bytes = 0;
+    if !transfers.is_empty() {
+        check_transfers(graph, schedule, transfers, &end, &view_source)?;
+        let mut device = vec![0i128; steps + 1];
+        let mut host = vec![0i128; steps + 1];
+        for t in transfers {
+            let bytes = graph.node(schedule[t.instance]).bytes;
+            offloaded_bytes += bytes;
+            device[t.offload_after + 1] -= bytes as i128;
+            device[t.prefetch_before] += bytes as i128;
+            host[t.offload_after] += bytes as i128;
+            host[t.prefetch_before] -= bytes as i128;
+        }
+        let (mut d, mut h) = (0i128, 0i128);
+        for step in 0..steps {
+            d += device[step];
+            h += host[step];
+            step_bytes[step] = (step_bytes[step] as i128 + d) as u64;
+            host_step_bytes[step] = h as u64;
+        }
+    }
     let mut peak_bytes = 0;
     let mut peak_step = None;
     for (i, &b) in step_bytes.iter().enumerate() {
@@ -186,7 +252,64 @@ pub fn simulate(graph: &Graph, schedule: &[NodeId]) -> Result<Simulation, Schedu
             peak_step = Some(i);
         }
     }
-    Ok(Simulation { step_bytes, peak_bytes, peak_step, cost, recomputations })
+    let host_peak_bytes = host_step_bytes.iter().copied().max().unwrap_or(0);
+    Ok(Simulation { step_bytes, peak_bytes, peak_step, cost, recomputations, host_step_bytes, host_peak_bytes, offloaded_bytes })
+}
+
+/// The rules of [`simulate_with_transfers`], for a schedule that is valid already.
+fn check_transfers(graph: &Graph, schedule: &[NodeId], transfers: &[Transfer], end: &[usize], view_source: &[Option<usize>]) -> Result<(), ScheduleError> {
+    let steps = schedule.len();
+    let fail = |t: &Transfer, step: usize, why: &'static str| {
+        let node = schedule.get(t.instance).copied().unwrap_or(NodeId(0));
+        Err(ScheduleError { kind: ScheduleErrorKind::InvalidTransfer(why), step: Some(step), node })
+    };
+    // Windows per instance, in offload order.
+    let mut windows: Vec<(usize, usize, usize)> = Vec::with_capacity(transfers.len());
+    for t in transfers {
+        if t.instance >= steps || t.prefetch_before >= steps {
+            return fail(t, t.instance.min(steps.saturating_sub(1)), "a step index is past the end of the schedule");
+        }
+        if t.offload_after < t.instance || t.prefetch_before <= t.offload_after {
+            return fail(t, t.offload_after, "it must be offloaded after it is computed and prefetched after it is offloaded");
+        }
+        let node = schedule[t.instance];
+        if graph.node(node).view_of.is_some() || graph.node(node).bytes == 0 {
+            return fail(t, t.instance, "it owns no bytes to move (a view or an empty value)");
+        }
+        if view_source.contains(&Some(t.instance)) {
+            return fail(t, t.instance, "a view was made from it, which would point at freed memory");
+        }
+        if end[t.instance] < t.prefetch_before {
+            return fail(t, t.prefetch_before, "nothing reads the prefetched copy");
+        }
+        windows.push((t.instance, t.offload_after, t.prefetch_before));
+    }
+    windows.sort_unstable();
+    for pair in windows.windows(2) {
+        if pair[0].0 == pair[1].0 && pair[1].1 < pair[0].2 {
+            let t = Transfer { instance: pair[1].0, offload_after: pair[1].1, prefetch_before: pair[1].2 };
+            return fail(&t, t.offload_after, "it overlaps another transfer of the same instance");
+        }
+    }
+    // Reads inside a window: an instance is read at step s when a predecessor of s's node has
+    // it as its latest instance.
+    let mut offloaded_at: Vec<Vec<(usize, usize)>> = vec![Vec::new(); steps];
+    for &(instance, after, before) in &windows {
+        offloaded_at[instance].push((after, before));
+    }
+    let mut latest: Vec<Option<usize>> = vec![None; graph.len()];
+    for (step, &node) in schedule.iter().enumerate() {
+        for &p in graph.preds(node) {
+            if let Some(instance) = latest[p.index()] {
+                if let Some(&(after, before)) = offloaded_at[instance].iter().find(|(a, b)| *a < step && step < *b) {
+                    let t = Transfer { instance, offload_after: after, prefetch_before: before };
+                    return fail(&t, step, "a step reads it while it is on the host");
+                }
+            }
+        }
+        latest[node.index()] = Some(step);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -252,5 +375,48 @@ mod tests {
         let g = g.finish().unwrap();
         let err = simulate(&g, &[a, a, b]).unwrap_err();
         assert_eq!(err.kind, ScheduleErrorKind::ImpureRepeated);
+    }
+
+    #[test]
+    fn an_offloaded_instance_leaves_the_device_until_its_prefetch() {
+        let (g, [a, b, c, d, e]) = chain_with_skip();
+        let schedule = [a, b, c, d, e];
+        // A is read by B (step 1) and E (step 4): offload after 1, prefetch before 4.
+        let t = Transfer { instance: 0, offload_after: 1, prefetch_before: 4 };
+        let sim = simulate_with_transfers(&g, &schedule, &[t]).unwrap();
+        assert_eq!(sim.step_bytes, vec![1, 2, 2, 2, 3]);
+        assert_eq!(sim.host_step_bytes, vec![0, 1, 1, 1, 0]);
+        assert_eq!((sim.host_peak_bytes, sim.offloaded_bytes, sim.recomputations), (1, 1, 0));
+        // Without transfers nothing is on the host.
+        let plain = simulate(&g, &schedule).unwrap();
+        assert_eq!(plain.step_bytes, vec![1, 2, 3, 3, 3]);
+        assert_eq!(plain.host_peak_bytes, 0);
+    }
+
+    #[test]
+    fn transfers_that_break_the_rules_are_named() {
+        let (g, [a, b, c, d, e]) = chain_with_skip();
+        let schedule = [a, b, c, d, e];
+        let bad = |t: Transfer| match simulate_with_transfers(&g, &schedule, &[t]).unwrap_err().kind {
+            ScheduleErrorKind::InvalidTransfer(why) => why,
+            other => panic!("{other:?}"),
+        };
+        // B reads A at step 1, inside a window (0, 4).
+        assert!(bad(Transfer { instance: 0, offload_after: 0, prefetch_before: 4 }).contains("reads it while"));
+        // C is last read at step 2: nothing reads a copy prefetched before step 4.
+        assert!(bad(Transfer { instance: 2, offload_after: 2, prefetch_before: 4 }).contains("nothing reads"));
+        assert!(bad(Transfer { instance: 0, offload_after: 3, prefetch_before: 2 }).contains("prefetched after"));
+        assert!(bad(Transfer { instance: 0, offload_after: 1, prefetch_before: 9 }).contains("past the end"));
+        let twice = simulate_with_transfers(
+            &g,
+            &schedule,
+            &[Transfer { instance: 0, offload_after: 1, prefetch_before: 3 }, Transfer { instance: 0, offload_after: 2, prefetch_before: 4 }],
+        );
+        assert!(matches!(twice.unwrap_err().kind, ScheduleErrorKind::InvalidTransfer(w) if w.contains("overlaps")));
+        // Once A is recomputed (step 3), E reads the new instance: the first one has no reader
+        // after step 1 to prefetch for.
+        let remat = [a, b, c, a, d, e];
+        let err = simulate_with_transfers(&g, &remat, &[Transfer { instance: 0, offload_after: 1, prefetch_before: 5 }]).unwrap_err();
+        assert!(matches!(err.kind, ScheduleErrorKind::InvalidTransfer(w) if w.contains("nothing reads")));
     }
 }
