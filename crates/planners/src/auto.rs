@@ -138,7 +138,7 @@ impl Planner for AutoRemat {
         if let Some(i) = best {
             rows[i].chosen = true;
         }
-        Ok((plan.schedule, PlanDetails { ilp: plan.details.ilp, comparison: rows, dtr: plan.details.dtr, chain: plan.details.chain }))
+        Ok((plan.schedule, PlanDetails { comparison: rows, ..plan.details }))
     }
 }
 

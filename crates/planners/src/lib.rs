@@ -24,7 +24,7 @@ pub mod sweep;
 pub mod treedec;
 pub mod treewidth;
 
-use remat_graph::{lower_bound, simulate, Graph, NodeId, Schedule};
+use remat_graph::{lower_bound, simulate, simulate_with_transfers, Graph, NodeId, Schedule};
 
 /// Knobs of particular strategies, and of the polishing pass every plan goes through.
 #[derive(Clone, Debug, PartialEq)]
@@ -65,6 +65,11 @@ pub struct PlanDetails {
     pub dtr: Option<dtr::DtrStats>,
     /// The chain planner's DP: stages, makespans with and without offloading.
     pub chain: Option<chain::planner::ChainStats>,
+    /// Host round trips that belong to the schedule (offloads and prefetches, by step index;
+    /// empty for every strategy but `chain` with `--bandwidth`). The schedule is measured with
+    /// them ([`remat_graph::simulate_with_transfers`]) and is not polished, which would move
+    /// its steps.
+    pub transfers: Vec<remat_graph::Transfer>,
 }
 
 /// What a planner is asked to do.
@@ -141,8 +146,11 @@ pub fn strategy_names() -> String {
 pub fn smallest_feasible_budget(planner: &dyn Planner, graph: &Graph, order: &[NodeId], options: &PlannerOptions) -> Option<u64> {
     let fits = |budget: u64| -> bool {
         let request = PlanRequest { graph, order, budget: Some(budget), options };
-        match planner.plan(&request) {
-            Ok(schedule) => simulate(graph, &finish(graph, schedule, Some(budget), options)).map(|s| s.peak_bytes <= budget).unwrap_or(false),
+        match planner.plan_detailed(&request) {
+            Ok((schedule, details)) if !details.transfers.is_empty() => {
+                simulate_with_transfers(graph, &schedule, &details.transfers).is_ok_and(|s| s.peak_bytes <= budget)
+            }
+            Ok((schedule, _)) => simulate(graph, &finish(graph, schedule, Some(budget), options)).is_ok_and(|s| s.peak_bytes <= budget),
             Err(_) => false,
         }
     };
@@ -307,10 +315,10 @@ pub fn measure_plan(
     let started = std::time::Instant::now();
     let (raw_schedule, details) = planner.plan_detailed(&PlanRequest { graph, order, budget, options })?;
     let invalid = |e: remat_graph::ScheduleError| PlanError::InvalidRequest(format!("strategy '{}' produced an invalid schedule: {e}", planner.name()));
-    let raw = simulate(graph, &raw_schedule).map_err(invalid)?;
-    let schedule = finish(graph, raw_schedule, budget, options);
+    let raw = simulate_with_transfers(graph, &raw_schedule, &details.transfers).map_err(invalid)?;
+    let schedule = if details.transfers.is_empty() { finish(graph, raw_schedule, budget, options) } else { raw_schedule };
     let plan_seconds = started.elapsed().as_secs_f64();
-    let simulation = simulate(graph, &schedule).map_err(invalid)?;
+    let simulation = simulate_with_transfers(graph, &schedule, &details.transfers).map_err(invalid)?;
     Ok(MeasuredPlan { schedule, simulation, raw, baseline, lower_bound: bound, plan_seconds, details })
 }
 

@@ -201,9 +201,9 @@ impl TreeDecomposition {
         }
         let mut index = vec![usize::MAX; n];
         let mut bags = Vec::new();
-        for i in 0..n {
+        for (i, slot) in index.iter_mut().enumerate() {
             if find(&mut parent, i) == i {
-                index[i] = bags.len();
+                *slot = bags.len();
                 bags.push(std::mem::take(&mut self.bags[i]));
             }
         }

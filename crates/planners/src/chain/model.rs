@@ -86,6 +86,13 @@ pub struct Chain {
 }
 
 impl Chain {
+    /// Every byte the chain could hold at once: each stage's ā, δ and overheads, the loss's
+    /// and the input's. A DP budget this large needs no rematerialization.
+    pub fn total_bytes(&self) -> u64 {
+        let stages: u64 = self.stages.iter().map(|s| s.a_bar + s.delta + s.of + s.ob).sum();
+        stages + self.loss.a_bar + self.loss.of + self.loss.ob + self.a0 + self.delta0
+    }
+
     /// The number L of stages, the loss not counted.
     pub fn len(&self) -> usize {
         self.stages.len()

@@ -3,13 +3,17 @@
 //!
 //! # The chain view
 //!
-//! The forward part of the step (as [`crate::acg::ForwardPart`] finds it) is cut at its
-//! articulation points in program order: after forward node `c` when no forward value computed
-//! before `c` is read by a forward node after it, so that `c` is the only forward value that
-//! crosses. The stretches between cuts are the stages; what follows the last cut (the loss and
-//! what feeds it) is the loss stage L+1. Each backward node joins the lowest stage among its
-//! inputs' (forward inputs by their stage, backward inputs by theirs; none: the loss stage),
-//! so B_ℓ only waits for backward nodes of stages ≥ ℓ, which the chain order runs first.
+//! The forward part of the step (as [`crate::acg::ForwardPart`] finds it; when that is the
+//! whole step, the prefix before the input order's peak) is cut at its articulation points in
+//! program order: after forward node `c` when no forward value computed before `c` is read by
+//! a forward node after it, so that `c` is the only forward value that crosses. Values that
+//! hold no memory, and values computed from constants alone (a broadcast zero read by every
+//! ReLU, a causal mask), may cross any cut: they stay resident, which the memory model sees.
+//! The stretches between cuts are the stages; what follows the last cut (the loss and what
+//! feeds it) is the loss stage L+1. Each backward node joins the lowest stage among its
+//! inputs' (forward inputs by their stage, backward inputs by theirs, crossing values not
+//! counted; none: the loss stage), so B_ℓ only waits for backward nodes of stages ≥ ℓ, which
+//! the chain order runs first.
 //!
 //! Table 1's terms, per stage ℓ: u_F and u_B sum the stage's forward and backward costs;
 //! a_ℓ is the bytes the cut node keeps resident; ā_ℓ adds the stage's forward values that a
@@ -23,22 +27,24 @@
 //! F_all^ℓ, F_ck^ℓ and F_∅^ℓ run stage ℓ's forward nodes, B_ℓ its backward nodes, each in
 //! program order; the memory model then keeps exactly what later nodes read, so an F_∅'s input
 //! dies and a later F_all recomputes what B_ℓ needs. The chain's memory terms only
-//! approximate the memory model, so the planner measures every candidate with
-//! [`remat_graph::simulate`] and searches the DP's budget downward (bisection) for the
-//! cheapest schedule that fits the real budget.
+//! approximate the memory model (in both directions), so the planner measures every
+//! candidate with [`remat_graph::simulate_with_transfers`] and bisects the DP's budget for
+//! the largest one whose schedule fits the real budget.
 //!
 //! # Offloading
 //!
-//! With `--bandwidth` the DP also plans offloads and prefetches (Theorem 1); the planner
-//! reports that plan's makespan beside the rematerialization-only one (`chain` in the report).
-//! The step schedule is the rematerialization-only plan: the rewriter has no host copies yet,
-//! so offloaded activations would stay on the device.
+//! With `--bandwidth` the DP also plans offloads and prefetches (Theorem 1), and
+//! [`ChainView::lower`] turns them into host [`Transfer`]s of the step schedule: `O_ℓ` moves
+//! what stage ℓ stores (ā_ℓ after F_all^ℓ, else a_ℓ) once its last reader before the
+//! prefetch has run, `P_ℓ` brings it back right before the next step. The rewriter writes
+//! them as copies to host memory and back. The chain's timing overlaps transfers with
+//! compute; the step's cost counts compute only, and the report gives the DP's makespan.
 
 use super::dp;
 use super::model::{Chain, ChainOp, Loss, Stage};
 use crate::acg::{stored_bytes, ForwardPart};
 use crate::{PlanDetails, PlanError, PlanRequest, Planner};
-use remat_graph::{simulate, Graph, NodeId, Schedule};
+use remat_graph::{simulate, simulate_with_transfers, Graph, NodeId, Schedule, Transfer};
 
 /// The most stages the chain view keeps (the DP is cubic in L).
 pub const MAX_STAGES: usize = 64;
@@ -76,10 +82,11 @@ pub struct ChainStats {
     pub stages: usize,
     /// The budget the DP was run at (bytes, in the chain's own accounting).
     pub dp_budget: u64,
-    /// Makespan of the rematerialization-only plan (cost units).
+    /// Makespan of the rematerialization-only plan within the same budget (cost units; NaN
+    /// when only offloading fits).
     pub remat_makespan: f64,
-    /// With `--bandwidth`: the makespan with offloading at the same DP budget, and the bytes
-    /// it offloads.
+    /// With `--bandwidth`, when the offloading plan fits: its makespan (the DP's, transfers
+    /// overlapped with compute) and the bytes the schedule copies to the host.
     pub offload: Option<(f64, u64)>,
     /// The chain operations of the plan, as the paper writes them.
     pub ops: Vec<String>,
@@ -94,24 +101,34 @@ pub struct ChainView {
     pub forward: Vec<Vec<NodeId>>,
     /// Backward nodes of stages 1..=L+1 (index ℓ − 1), in program order.
     pub backward: Vec<Vec<NodeId>>,
+    /// What ā_ℓ holds, stages 1..=L (index ℓ − 1): the cut node a_ℓ first, then the stage's
+    /// forward values that a backward node reads.
+    pub stored: Vec<Vec<NodeId>>,
 }
 
 impl ChainView {
     /// Cuts the step at the articulation points of its forward part.
     pub fn of(graph: &Graph, order: &[NodeId]) -> ChainView {
-        let part = ForwardPart::of(graph, order);
+        let part = Self::forward_part(graph, order);
         let fwd = &part.nodes;
         let mut position = vec![usize::MAX; graph.len()];
         for (i, &v) in fwd.iter().enumerate() {
             position[v.index()] = i;
         }
+        // Values computed from constants alone (a broadcast zero, a causal mask, a position
+        // table) are often read by every layer; they may cross any cut, or few steps would be
+        // chains. They stay resident in the memory model, which the planner measures with.
+        let mut from_constants = vec![false; graph.len()];
+        for &v in order {
+            from_constants[v.index()] = graph.node(v).pure && graph.preds(v).iter().all(|p| !graph.node(*p).argument && from_constants[p.index()]);
+        }
         // last_read[i]: the last forward position reading the value at position i (values that
-        // hold no memory, constants and views of arguments, may cross any cut).
+        // hold no memory, constants and views of arguments, may cross any cut too).
         let last_read: Vec<usize> = fwd
             .iter()
             .enumerate()
             .map(|(i, &v)| {
-                if stored_bytes(graph, v) == 0 {
+                if stored_bytes(graph, v) == 0 || from_constants[v.index()] {
                     return i;
                 }
                 graph.succs(v).iter().filter(|s| part.contains[s.index()]).map(|s| position[s.index()]).max().unwrap_or(i).max(i)
@@ -136,6 +153,7 @@ impl ChainView {
         groups.push(fwd[start..].to_vec());
         let groups = merge_stages(graph, groups, MAX_STAGES + 1);
         let stages = groups.len();
+        tracing::debug!(forward = fwd.len(), cuts = cuts.len(), stages, sizes = ?groups.iter().map(Vec::len).collect::<Vec<_>>(), "chain view");
         let mut stage_of = vec![usize::MAX; graph.len()];
         for (k, g) in groups.iter().enumerate() {
             for &v in g {
@@ -144,7 +162,15 @@ impl ChainView {
         }
         let mut backward = vec![Vec::new(); stages];
         for &v in order.iter().filter(|v| !part.contains[v.index()]) {
-            let s = graph.preds(v).iter().map(|p| stage_of[p.index()]).filter(|&s| s != usize::MAX).min().unwrap_or(stages - 1);
+            // Values that may cross cuts say nothing about where a backward node belongs.
+            let s = graph
+                .preds(v)
+                .iter()
+                .filter(|p| !from_constants[p.index()] && stored_bytes(graph, **p) > 0)
+                .map(|p| stage_of[p.index()])
+                .filter(|&s| s != usize::MAX)
+                .min()
+                .unwrap_or(stages - 1);
             stage_of[v.index()] = s;
             backward[s].push(v);
         }
@@ -152,8 +178,10 @@ impl ChainView {
         let cost = |vs: &[NodeId]| vs.iter().map(|&v| graph.node(v).cost).sum::<f64>();
         let read_backward = |v: NodeId| graph.succs(v).iter().any(|s| !part.contains[s.index()]);
         let mut chain_stages = Vec::new();
+        let mut stored = Vec::new();
         for k in 0..stages - 1 {
             let cut = *groups[k].last().expect("stages are not empty");
+            stored.push(std::iter::once(cut).chain(groups[k].iter().copied().filter(|&v| v != cut && read_backward(v))).collect());
             let a = stored_bytes(graph, cut);
             let kept: u64 = groups[k].iter().filter(|&&v| v != cut && read_backward(v)).map(|&v| bytes(v)).sum();
             let all: u64 = groups[k].iter().map(|&v| bytes(v)).sum();
@@ -175,20 +203,105 @@ impl ChainView {
             of: 0,
             ob: backward[last].iter().map(|&v| bytes(v)).sum(),
         };
-        ChainView { chain: Chain { a0: 0, delta0: 0, stages: chain_stages, loss }, forward: groups, backward }
+        ChainView { chain: Chain { a0: 0, delta0: 0, stages: chain_stages, loss }, forward: groups, backward, stored }
     }
 
-    /// The step schedule of a chain schedule (transfers are not steps).
-    pub fn schedule(&self, ops: &[ChainOp]) -> Schedule {
-        let mut out = Vec::new();
+    /// The forward part ([`ForwardPart`]); when that is the whole step (no `backward` marks
+    /// and one output that depends on everything), the program order's prefix before the
+    /// input order's peak: a training step's memory grows while it runs forward and shrinks
+    /// from where its backward starts consuming what the forward kept.
+    fn forward_part(graph: &Graph, order: &[NodeId]) -> ForwardPart {
+        let part = ForwardPart::of(graph, order);
+        if part.nodes.len() < order.len() {
+            return part;
+        }
+        let Some(peak) = simulate(graph, order).ok().and_then(|s| s.peak_step).filter(|&p| p > 0) else { return part };
+        let mut contains = vec![false; graph.len()];
+        for &v in &order[..peak] {
+            contains[v.index()] = true;
+        }
+        ForwardPart { nodes: order[..peak].to_vec(), contains }
+    }
+
+    /// The step schedule of a chain schedule, with its host transfers: `Offload(ℓ)` moves
+    /// what stage ℓ stores (ā_ℓ after an F_all^ℓ, else a_ℓ) to the host once the last step
+    /// before `Prefetch(ℓ)` that reads it has run, and `Prefetch(ℓ)` brings it back right
+    /// before the next step. A transfer the memory model rejects (a step would read the value
+    /// while it is away) is dropped: the value then stays on the device.
+    pub fn lower(&self, graph: &Graph, ops: &[ChainOp]) -> (Schedule, Vec<Transfer>) {
+        let mut schedule: Schedule = Vec::new();
+        let mut latest: Vec<Option<usize>> = vec![None; graph.len()];
+        let mut saved_all = vec![false; self.stored.len() + 1];
+        // Offloads listed and not yet prefetched: (stage, instance, listed after step).
+        let mut away: Vec<(usize, usize, Option<usize>)> = Vec::new();
+        let mut transfers = Vec::new();
         for &op in ops {
             match op {
-                ChainOp::FAll(l) | ChainOp::FCk(l) | ChainOp::FNone(l) => out.extend_from_slice(&self.forward[l - 1]),
-                ChainOp::B(l) => out.extend_from_slice(&self.backward[l - 1]),
+                ChainOp::FAll(l) | ChainOp::FCk(l) | ChainOp::FNone(l) => {
+                    if l <= self.stored.len() {
+                        saved_all[l] = matches!(op, ChainOp::FAll(_));
+                    }
+                    for &v in &self.forward[l - 1] {
+                        latest[v.index()] = Some(schedule.len());
+                        schedule.push(v);
+                    }
+                }
+                ChainOp::B(l) => {
+                    for &v in &self.backward[l - 1] {
+                        latest[v.index()] = Some(schedule.len());
+                        schedule.push(v);
+                    }
+                }
+                // a_0 is the step's input (arguments): nothing to move.
+                ChainOp::Offload(l) if l >= 1 => {
+                    let moved = if saved_all[l] { &self.stored[l - 1][..] } else { &self.stored[l - 1][..1] };
+                    for &v in moved {
+                        if let Some(instance) = latest[v.index()] {
+                            away.push((l, instance, schedule.len().checked_sub(1)));
+                        }
+                    }
+                }
+                ChainOp::Prefetch(l) if l >= 1 => {
+                    for (_, instance, listed) in away.extract_if(.., |(stage, _, _)| *stage == l) {
+                        let after = listed.unwrap_or(instance).max(instance);
+                        transfers.push(Transfer { instance, offload_after: after, prefetch_before: schedule.len() });
+                    }
+                }
                 ChainOp::Offload(_) | ChainOp::Prefetch(_) => {}
             }
         }
-        out
+        // A copy to the host waits for the instance's last reader before the prefetch (the
+        // chain lets a reader run alongside the offload).
+        let mut last_read: Vec<Vec<usize>> = vec![Vec::new(); schedule.len()];
+        let mut current: Vec<Option<usize>> = vec![None; graph.len()];
+        for (step, &node) in schedule.iter().enumerate() {
+            for &p in graph.preds(node) {
+                if let Some(instance) = current[p.index()] {
+                    last_read[instance].push(step);
+                }
+            }
+            current[node.index()] = Some(step);
+        }
+        for t in &mut transfers {
+            if let Some(&read) = last_read[t.instance].iter().filter(|&&r| r < t.prefetch_before).max() {
+                t.offload_after = t.offload_after.max(read);
+            }
+        }
+        transfers.retain(|t| t.offload_after + 1 < t.prefetch_before && t.prefetch_before < schedule.len());
+        transfers.sort_unstable();
+        // Drop what the memory model rejects, one at a time (an invalid schedule is left for
+        // the caller's measurement to reject).
+        while !transfers.is_empty() {
+            let Err(e) = simulate_with_transfers(graph, &schedule, &transfers) else { break };
+            let before = transfers.len();
+            if let Some(step) = e.step {
+                transfers.retain(|t| !(schedule[t.instance] == e.node && (t.instance == step || t.offload_after == step || t.prefetch_before == step || (t.offload_after < step && step < t.prefetch_before))));
+            }
+            if transfers.len() == before {
+                transfers.clear();
+            }
+        }
+        (schedule, transfers)
     }
 }
 
@@ -208,36 +321,50 @@ fn merge_stages(graph: &Graph, mut groups: Vec<Vec<NodeId>>, limit: usize) -> Ve
 /// The chain planner (`--remat=chain`).
 pub struct ChainRemat;
 
+/// One chain plan turned into a step schedule, measured.
+struct LoweredPlan {
+    schedule: Schedule,
+    transfers: Vec<Transfer>,
+    dp_budget: u64,
+    makespan: f64,
+    ops: Vec<ChainOp>,
+    simulation: remat_graph::Simulation,
+}
+
 impl ChainRemat {
-    /// The cheapest step schedule the DP gives within `budget` (searching the DP's budget
-    /// downward from it), or the lowest-peak one when none fits; with the DP budget used.
-    fn plan_at(view: &ChainView, graph: &Graph, budget: u64, options: &ChainOptions) -> Option<(Schedule, u64, f64, Vec<ChainOp>)> {
-        let run = |dp_budget: u64| -> Option<(Schedule, u64, f64, Vec<ChainOp>, u64)> {
-            let plan = dp::solve_remat_only(&view.chain, dp_budget, options.mem_slots)?;
-            let schedule = view.schedule(&plan.ops);
-            let peak = simulate(graph, &schedule).ok()?.peak_bytes;
-            Some((schedule, dp_budget, plan.makespan, plan.ops, peak))
+    /// The schedule of the DP run at the largest DP budget whose measured device peak fits
+    /// `budget` (bisection: the chain's memory terms only approximate the memory model, in
+    /// both directions), with offloading at β = `beta` or rematerialization only. `None`
+    /// when no DP budget gives a schedule within `budget`.
+    fn plan_at(view: &ChainView, graph: &Graph, budget: u64, beta: Option<f64>, mem_slots: Option<usize>) -> Option<LoweredPlan> {
+        let run = |dp_budget: u64| -> Option<LoweredPlan> {
+            let plan = match beta {
+                Some(beta) => dp::solve(&view.chain, dp_budget, Some(beta), mem_slots)?,
+                None => dp::solve_remat_only(&view.chain, dp_budget, mem_slots)?,
+            };
+            let (schedule, transfers) = view.lower(graph, &plan.ops);
+            let simulation = simulate_with_transfers(graph, &schedule, &transfers).ok()?;
+            Some(LoweredPlan { schedule, transfers, dp_budget, makespan: plan.makespan, ops: plan.ops, simulation })
         };
-        let first = run(budget)?;
-        if first.4 <= budget {
-            return Some((first.0, first.1, first.2, first.3));
+        let fits = |p: &Option<LoweredPlan>| p.as_ref().is_some_and(|p| p.simulation.peak_bytes <= budget);
+        let high = view.chain.total_bytes().max(budget);
+        let top = run(high);
+        if fits(&top) {
+            return top;
         }
-        // The chain over-estimates transients but can miss a value the memory model keeps:
-        // lower the DP's budget until the measured peak fits.
-        let (mut low, mut high) = (0u64, budget);
-        let mut best: Option<(Schedule, u64, f64, Vec<ChainOp>, u64)> = None;
+        let (mut low, mut high) = (0u64, high);
+        let mut best = None;
         while low + 1 < high {
             let mid = low + (high - low) / 2;
-            match run(mid) {
-                Some(found) if found.4 <= budget => {
-                    low = mid;
-                    best = Some(found);
-                }
-                _ => high = mid,
+            let found = run(mid);
+            if fits(&found) {
+                low = mid;
+                best = found;
+            } else {
+                high = mid;
             }
         }
-        let found = best.unwrap_or(first);
-        Some((found.0, found.1, found.2, found.3))
+        best.or_else(|| Some(run(0)?).filter(|p| p.simulation.peak_bytes <= budget))
     }
 }
 
@@ -265,29 +392,28 @@ impl Planner for ChainRemat {
                 None => return Ok((request.order.to_vec(), PlanDetails::default())),
             },
         };
-        let Some((schedule, dp_budget, makespan, ops)) = Self::plan_at(&view, graph, budget, options) else {
+        let remat_only = Self::plan_at(&view, graph, budget, None, options.mem_slots);
+        let offloading = options.beta().and_then(|beta| Self::plan_at(&view, graph, budget, Some(beta), options.mem_slots));
+        // With a link, the offloading plan when it fits (the DP's makespan already weighs its
+        // transfers against recomputation), else rematerialization only.
+        let remat_makespan = remat_only.as_ref().map_or(f64::NAN, |p| p.makespan);
+        let offloads = offloading.is_some();
+        let Some(chosen) = offloading.or(remat_only) else {
             return Ok((request.order.to_vec(), PlanDetails::default()));
         };
         // A chain plan that misses a budget the input order meets is no plan.
-        if baseline <= budget && simulate(graph, &schedule).map_or(true, |s| s.peak_bytes > budget) {
+        if baseline <= budget && chosen.simulation.peak_bytes > budget {
             return Ok((request.order.to_vec(), PlanDetails::default()));
         }
-        let offload = options.beta().and_then(|beta| {
-            let plan = dp::solve(&view.chain, dp_budget, Some(beta), options.mem_slots)?;
-            let moved: u64 = plan.ops.iter().filter_map(|op| if let ChainOp::Offload(l) = op { Some(transfer_bytes(&view.chain, &plan.ops, *l)) } else { None }).sum();
-            Some((plan.makespan, moved))
-        });
-        let stats = ChainStats { stages: view.chain.len(), dp_budget, remat_makespan: makespan, offload, ops: ops.iter().map(ToString::to_string).collect() };
-        Ok((schedule, PlanDetails { chain: Some(stats), ..PlanDetails::default() }))
-    }
-}
-
-/// Bytes an `Offload(l)` moves: ā_l when the plan stores ā_l, else a_l.
-fn transfer_bytes(chain: &Chain, ops: &[ChainOp], l: usize) -> u64 {
-    if l >= 1 && ops.contains(&ChainOp::FAll(l)) {
-        chain.abar(l)
-    } else {
-        chain.a(l)
+        let offload = offloads.then_some((chosen.makespan, chosen.simulation.offloaded_bytes));
+        let stats = ChainStats {
+            stages: view.chain.len(),
+            dp_budget: chosen.dp_budget,
+            remat_makespan,
+            offload,
+            ops: chosen.ops.iter().map(ToString::to_string).collect(),
+        };
+        Ok((chosen.schedule, PlanDetails { chain: Some(stats), transfers: chosen.transfers, ..PlanDetails::default() }))
     }
 }
 
@@ -325,5 +451,34 @@ mod tests {
                 assert!(sim.peak_bytes <= budget, "{percent}%: {} > {budget}", sim.peak_bytes);
             }
         }
+    }
+
+    #[test]
+    fn offloading_replaces_recomputation_within_the_budget() {
+        let graph = FeedForward::mlp(12).generate();
+        let order = graph.topological_schedule();
+        let baseline = simulate(&graph, &order).unwrap().peak_bytes;
+        let remat_only = crate::PlannerOptions::default();
+        let mut offload = remat_only.clone();
+        // β = 0.4 bytes per cost unit: a 64 KiB activation moves in about the time of a layer.
+        offload.chain.bandwidth = Some(0.4 * offload.chain.compute_rate);
+        let budget = baseline * 60 / 100;
+        let plan = |options: &crate::PlannerOptions| {
+            let request = PlanRequest { graph: &graph, order: &order, budget: Some(budget), options };
+            ChainRemat.plan_detailed(&request).unwrap()
+        };
+        let (remat_schedule, remat) = plan(&remat_only);
+        assert!(remat.transfers.is_empty());
+        let (schedule, details) = plan(&offload);
+        assert!(!details.transfers.is_empty(), "at β = 0.4 the DP offloads");
+        let with = simulate_with_transfers(&graph, &schedule, &details.transfers).unwrap();
+        let without = simulate(&graph, &remat_schedule).unwrap();
+        assert!(with.peak_bytes <= budget && without.peak_bytes <= budget);
+        assert!(with.host_peak_bytes > 0 && with.offloaded_bytes >= with.host_peak_bytes);
+        assert!(with.recomputations < without.recomputations, "{} vs {}", with.recomputations, without.recomputations);
+        let stats = details.chain.unwrap();
+        let (makespan, moved) = stats.offload.unwrap();
+        assert!(makespan < stats.remat_makespan);
+        assert_eq!(moved, with.offloaded_bytes);
     }
 }
