@@ -32,6 +32,8 @@ pub struct ImportedFunction {
     pub order: Vec<NodeId>,
     /// For each node, its ops in body order (init ops first); empty for arguments.
     pub(crate) groups: Vec<Vec<MlirOperation>>,
+    /// For each node, the op whose results are the node's value (`None` for arguments).
+    pub(crate) mains: Vec<Option<MlirOperation>>,
     pub(crate) body: MlirBlock,
     pub(crate) terminator: MlirOperation,
     pub(crate) func: MlirOperation,
@@ -350,6 +352,7 @@ pub(crate) fn import_function(module_body: MlirBlock, func: Op, options: &Import
     }
     let argument_count = builder.len();
     let mut groups: Vec<Vec<MlirOperation>> = vec![Vec::new(); argument_count];
+    let mut mains: Vec<Option<MlirOperation>> = vec![None; argument_count];
     let mut node_of_main: IndexMap<usize, NodeId> = IndexMap::new();
     for (i, _) in body_ops.iter().enumerate().filter(|&(i, _)| folded_into[i].is_none()) {
         node_of_main.insert(i, NodeId((argument_count + node_of_main.len()) as u32));
@@ -413,6 +416,7 @@ pub(crate) fn import_function(module_body: MlirBlock, func: Op, options: &Import
         let id = builder.add(spec, &preds);
         debug_assert_eq!(id, node);
         groups.push(group.clone());
+        mains.push(Some(main));
     }
 
     // Outputs: whatever the terminator returns.
@@ -424,7 +428,7 @@ pub(crate) fn import_function(module_body: MlirBlock, func: Op, options: &Import
     let graph = builder.finish().map_err(|e| error_at(func, format!("internal error building the graph: {e}")))?;
     let order = graph.topological_schedule();
     debug_assert!(order.iter().enumerate().all(|(i, n)| n.index() == argument_count + i));
-    Ok(ImportedFunction { name, graph, order, groups, body, terminator, func, warnings })
+    Ok(ImportedFunction { name, graph, order, groups, mains, body, terminator, func, warnings })
 }
 
 fn node_name(main: Op, node: NodeId) -> String {

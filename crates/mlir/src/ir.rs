@@ -304,6 +304,19 @@ pub fn is_memref(t: MlirType) -> bool {
     unsafe { mlirTypeIsAMemRef(t) }
 }
 
+/// Whether `t` is a ranked tensor type.
+pub fn is_ranked_tensor(t: MlirType) -> bool {
+    unsafe { mlirTypeIsARankedTensor(t) }
+}
+
+/// `value : i<width>` in `op`'s context.
+pub fn integer_attribute(op: Op, width: u32, value: i64) -> MlirAttribute {
+    unsafe {
+        let ctx = mlirOperationGetContext(op);
+        mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, width), value)
+    }
+}
+
 /// Loop bounds of a linalg op's iteration space from its `indexing_maps`: each dimension that
 /// appears as a plain `d_k` result of some operand's map takes that operand's dimension size.
 pub fn iteration_volume(op: Op) -> Option<u64> {

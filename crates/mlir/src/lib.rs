@@ -12,7 +12,7 @@ mod rewrite;
 mod unroll;
 
 pub use import::{ImportOptions, ImportedFunction, DEFAULT_UNROLL_LIMIT};
-pub use rewrite::{apply_schedule, RewriteStats, RECOMPUTE_ATTRIBUTE};
+pub use rewrite::{apply_plan, apply_schedule, RewriteStats, HOST_MEMORY_SPACE, RECOMPUTE_ATTRIBUTE};
 
 use melior::{
     dialect::DialectRegistry,

@@ -67,7 +67,7 @@ fn dialect(name: &str) -> &str {
 /// Whether `op` (with everything nested in it) can be executed again without changing the
 /// program's meaning. Unknown ops are impure.
 pub(crate) fn is_pure(op: Op) -> bool {
-    std::iter::once(op).chain(ir::nested_ops(op)).all(|o| is_pure_alone(o))
+    std::iter::once(op).chain(ir::nested_ops(op)).all(is_pure_alone)
 }
 
 fn is_pure_alone(op: Op) -> bool {

@@ -7,6 +7,10 @@
 //! the requested bytes: `size` is the buffer's exact byte size (the lowering adds no padding),
 //! so live and peak bytes are the memory model's, with no allocator overhead in them.
 //!
+//! Host buffers: `remat-host-buffers` puts a call to `remat_host_alloc_next()` right before
+//! every allocation of a host copy (memory space 1, DESIGN.md's offload). The next allocation
+//! is then counted as host bytes, apart from the device bytes that `peak_bytes` measures.
+//!
 //! Counts are per thread: the lowered code runs on the calling thread, so concurrent runs
 //! (tests) do not see each other's buffers.
 
@@ -27,6 +31,12 @@ pub struct AllocationCounts {
     pub frees: u64,
     /// Frees of pointers these hooks did not allocate (ignored; a lowering bug if non-zero).
     pub foreign_frees: u64,
+    /// Host bytes allocated and not freed (not in `live_bytes`).
+    pub host_live_bytes: u64,
+    /// The most `host_live_bytes` ever were.
+    pub host_peak_bytes: u64,
+    /// Number of host allocations (not in `allocations`).
+    pub host_allocations: u64,
 }
 
 /// One allocation or free, when tracing is on.
@@ -39,8 +49,11 @@ pub enum AllocationEvent {
 #[derive(Default)]
 struct Counter {
     counts: AllocationCounts,
-    /// Live blocks: layout, counted bytes, and the generation (reset count) that counted them.
-    blocks: HashMap<usize, (Layout, u64, u64)>,
+    /// Live blocks: layout, counted bytes, the generation (reset count) that counted them, and
+    /// whether they are host buffers.
+    blocks: HashMap<usize, (Layout, u64, u64, bool)>,
+    /// `remat_host_alloc_next` was called: the next allocation is a host buffer.
+    next_is_host: bool,
     generation: u64,
     trace: Option<Vec<AllocationEvent>>,
 }
@@ -87,7 +100,14 @@ fn allocate(alignment: u64, size: u64) -> *mut u8 {
     COUNTER.with(|c| {
         let mut c = c.borrow_mut();
         let generation = c.generation;
-        c.blocks.insert(ptr as usize, (layout, size, generation));
+        let host = std::mem::take(&mut c.next_is_host);
+        c.blocks.insert(ptr as usize, (layout, size, generation, host));
+        if host {
+            c.counts.host_allocations += 1;
+            c.counts.host_live_bytes += size;
+            c.counts.host_peak_bytes = c.counts.host_peak_bytes.max(c.counts.host_live_bytes);
+            return;
+        }
         c.counts.allocations += 1;
         c.counts.live_bytes += size;
         c.counts.peak_bytes = c.counts.peak_bytes.max(c.counts.live_bytes);
@@ -101,6 +121,8 @@ fn allocate(alignment: u64, size: u64) -> *mut u8 {
 
 /// Frees a buffer these hooks allocated (from lowered code or from the host); other pointers
 /// are counted as foreign and left alone.
+// Safe to call with any pointer: only a live block of our own table is deallocated.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn free(ptr: *mut u8) {
     if ptr.is_null() {
         return;
@@ -108,8 +130,12 @@ pub fn free(ptr: *mut u8) {
     let layout = COUNTER.with(|c| {
         let mut c = c.borrow_mut();
         match c.blocks.remove(&(ptr as usize)) {
-            Some((layout, size, generation)) => {
+            Some((layout, size, generation, host)) => {
                 let bytes = if generation == c.generation { size } else { 0 };
+                if host {
+                    c.counts.host_live_bytes -= bytes;
+                    return Some(layout);
+                }
                 c.counts.frees += 1;
                 c.counts.live_bytes -= bytes;
                 let live_after = c.counts.live_bytes;
@@ -137,6 +163,11 @@ pub extern "C" fn mlir_alloc(size: u64) -> *mut u8 {
 /// `_mlir_memref_to_llvm_aligned_alloc`.
 pub extern "C" fn mlir_aligned_alloc(alignment: u64, size: u64) -> *mut u8 {
     allocate(alignment, size)
+}
+
+/// `remat_host_alloc_next`: the next allocation on this thread is a host buffer.
+pub extern "C" fn host_alloc_next() {
+    COUNTER.with(|c| c.borrow_mut().next_is_host = true);
 }
 
 /// `_mlir_memref_to_llvm_free`.
@@ -195,8 +226,9 @@ pub unsafe extern "C" fn memref_copy(element_size: i64, source: *const UnrankedM
 }
 
 /// The symbols to register with a JIT, by name.
-pub const SYMBOLS: [(&str, *const ()); 4] = [
+pub const SYMBOLS: [(&str, *const ()); 5] = [
     ("_mlir_memref_to_llvm_alloc", mlir_alloc as *const ()),
+    ("remat_host_alloc_next", host_alloc_next as *const ()),
     ("_mlir_memref_to_llvm_aligned_alloc", mlir_aligned_alloc as *const ()),
     ("_mlir_memref_to_llvm_free", mlir_free as *const ()),
     ("memrefCopy", memref_copy as *const ()),
@@ -215,7 +247,7 @@ mod tests {
         assert_eq!(counts().live_bytes, 128);
         mlir_free(a);
         let c = mlir_aligned_alloc(64, 50);
-        assert_eq!(counts(), AllocationCounts { live_bytes: 78, peak_bytes: 128, allocations: 3, frees: 1, foreign_frees: 0 });
+        assert_eq!(counts(), AllocationCounts { live_bytes: 78, peak_bytes: 128, allocations: 3, frees: 1, ..AllocationCounts::default() });
         mlir_free(b);
         mlir_free(c);
         let mut host = 0u8;
@@ -223,6 +255,23 @@ mod tests {
         assert_eq!(counts().live_bytes, 0);
         assert_eq!(counts().foreign_frees, 1);
         assert_eq!(take_trace().len(), 6);
+    }
+
+    #[test]
+    fn host_buffers_are_counted_apart() {
+        reset(false);
+        let device = mlir_alloc(100);
+        host_alloc_next();
+        let host = mlir_alloc(40);
+        let next = mlir_alloc(8);
+        let c = counts();
+        assert_eq!((c.live_bytes, c.peak_bytes, c.allocations), (108, 108, 2));
+        assert_eq!((c.host_live_bytes, c.host_peak_bytes, c.host_allocations), (40, 40, 1));
+        mlir_free(host);
+        mlir_free(device);
+        mlir_free(next);
+        let c = counts();
+        assert_eq!((c.live_bytes, c.host_live_bytes, c.host_peak_bytes, c.frees), (0, 0, 40, 2));
     }
 
     #[test]

@@ -26,6 +26,7 @@ typedef bool (*RematLowerCallback)(MlirOperation op);
 namespace {
 RematLowerCallback placeDeallocsCallback = nullptr;
 RematLowerCallback lowerStablehloCallback = nullptr;
+RematLowerCallback hostBuffersCallback = nullptr;
 
 struct PlaceDeallocsPass
     : public mlir::PassWrapper<PlaceDeallocsPass, mlir::OperationPass<>> {
@@ -61,15 +62,38 @@ struct LowerStablehloPass
       signalPassFailure();
   }
 };
+
+struct HostBuffersPass
+    : public mlir::PassWrapper<HostBuffersPass,
+                               mlir::OperationPass<mlir::ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(HostBuffersPass)
+
+  llvm::StringRef getArgument() const final { return "remat-host-buffers"; }
+  llvm::StringRef getDescription() const final {
+    return "Make buffers in memory space 1 (host copies) counted host "
+           "allocations on the CPU: mark each allocation with a call to "
+           "remat_host_alloc_next and drop the memory space";
+  }
+  void getDependentDialects(mlir::DialectRegistry &registry) const override {
+    registry.insert<mlir::func::FuncDialect>();
+  }
+  void runOnOperation() override {
+    if (!hostBuffersCallback || !hostBuffersCallback(wrap(getOperation().getOperation())))
+      signalPassFailure();
+  }
+};
 } // namespace
 
 extern "C" void rematRegisterLoweringPasses(RematLowerCallback placeDeallocs,
-                                            RematLowerCallback lowerStablehlo) {
+                                            RematLowerCallback lowerStablehlo,
+                                            RematLowerCallback hostBuffers) {
   placeDeallocsCallback = placeDeallocs;
   lowerStablehloCallback = lowerStablehlo;
+  hostBuffersCallback = hostBuffers;
   static bool registered = [] {
     mlir::PassRegistration<PlaceDeallocsPass>();
     mlir::PassRegistration<LowerStablehloPass>();
+    mlir::PassRegistration<HostBuffersPass>();
     return true;
   }();
   (void)registered;

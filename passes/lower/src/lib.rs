@@ -4,7 +4,8 @@
 //! * [`pipeline`] — the textual pipeline, one place: StableHLO leftovers to upstream
 //!   dialects, one-shot bufferization, ownership-based deallocation, then
 //!   [`place_deallocs`](place_deallocs::place_deallocs) to free each buffer right after its
-//!   last use, then loops and LLVM. No pass that merges ops (CSE) runs on tensors.
+//!   last use, [`host_buffers`](host_buffers::mark_host_buffers) to count host copies apart,
+//!   then loops and LLVM. No pass that merges ops (CSE) runs on tensors.
 //! * [`lower_to_llvm`] — runs it on a module.
 //! * [`register_lowering_passes`] — puts `remat-place-deallocs` and `remat-lower-stablehlo` in
 //!   MLIR's pass registry so textual pipelines (and `remat-opt --pass-pipeline`) can name them.
@@ -15,6 +16,7 @@
 //! with `buffer-alignment=0`, so `size` is the buffer's exact byte size (an aligned allocation
 //! would be padded to a multiple of its alignment) and the count is the memory model's bytes.
 
+pub mod host_buffers;
 pub mod jit;
 pub mod place_deallocs;
 pub mod stablehlo;
@@ -47,7 +49,7 @@ impl std::str::FromStr for Target {
 const BUFFERIZE: &str = "remat-lower-stablehlo,\
 one-shot-bufferize{bufferize-function-boundaries=1 function-boundary-type-conversion=identity-layout-map buffer-alignment=0 allow-return-allocs-from-loops=1},\
 expand-realloc,ownership-based-buffer-deallocation,canonicalize,buffer-deallocation-simplification,\
-bufferization-lower-deallocations,canonicalize,func.func(remat-place-deallocs)";
+bufferization-lower-deallocations,canonicalize,func.func(remat-place-deallocs),remat-host-buffers";
 
 /// Buffers → LLVM on the host. The generic allocation functions let a runner count bytes.
 const CPU_TO_LLVM: &str = "convert-bufferization-to-memref,convert-linalg-to-loops,convert-scf-to-cf,expand-strided-metadata,lower-affine,\
@@ -95,6 +97,7 @@ unsafe extern "C" {
     fn rematRegisterLoweringPasses(
         place_deallocs: unsafe extern "C" fn(mlir_sys::MlirOperation) -> bool,
         lower_stablehlo: unsafe extern "C" fn(mlir_sys::MlirOperation) -> bool,
+        host_buffers: unsafe extern "C" fn(mlir_sys::MlirOperation) -> bool,
     );
 }
 
@@ -125,6 +128,14 @@ unsafe extern "C" fn place_deallocs_callback(op: mlir_sys::MlirOperation) -> boo
     })
 }
 
+unsafe extern "C" fn host_buffers_callback(op: mlir_sys::MlirOperation) -> bool {
+    guarded(op, "remat-host-buffers", || {
+        let stats = host_buffers::mark_host_buffers(op);
+        tracing::debug!(?stats, "remat-host-buffers");
+        Ok(())
+    })
+}
+
 unsafe extern "C" fn lower_stablehlo_callback(op: mlir_sys::MlirOperation) -> bool {
     guarded(op, "remat-lower-stablehlo", || match stablehlo::lower_stablehlo(op) {
         Ok(stats) => {
@@ -145,6 +156,6 @@ pub fn register_lowering_passes() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         melior::utility::register_all_passes();
-        unsafe { rematRegisterLoweringPasses(place_deallocs_callback, lower_stablehlo_callback) }
+        unsafe { rematRegisterLoweringPasses(place_deallocs_callback, lower_stablehlo_callback, host_buffers_callback) }
     });
 }

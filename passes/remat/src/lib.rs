@@ -15,7 +15,7 @@ pub use report::Report;
 use melior::pass::{create_external, ExternalPass, Pass, RunExternalPass};
 use melior::ir::OperationRef;
 use melior::ContextRef;
-use remat_mlir::{apply_schedule, emit_error, ImportedFunction, MlirError};
+use remat_mlir::{apply_plan, emit_error, ImportedFunction, MlirError};
 use remat_planners::{plan_within_budget, MeasuredPlan};
 
 /// A function planned (not yet rewritten): the graph, the plan, and its report.
@@ -58,7 +58,7 @@ pub unsafe fn run_on_operation(op: mlir_sys::MlirOperation, options: &RematOptio
     }
     let location = imported.location();
     let planned = plan_function(imported, options).map_err(|message| MlirError { location: location.clone(), message })?;
-    apply_schedule(&planned.imported, &planned.plan.schedule).map_err(|e| MlirError { location, message: e.to_string() })?;
+    apply_plan(&planned.imported, &planned.plan.schedule, &planned.plan.details.transfers).map_err(|e| MlirError { location, message: e.to_string() })?;
     Ok(planned.report)
 }
 

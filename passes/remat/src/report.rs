@@ -46,6 +46,13 @@ pub struct Report {
     pub dtr: Option<DtrStats>,
     /// The chain DP (`--remat=chain`): stages, makespans with and without offloading.
     pub chain: Option<ChainStats>,
+    /// The plan's host round trips (`--remat=chain --bandwidth`): per transfer the node, its
+    /// bytes, and the steps it leaves after and comes back before.
+    pub transfers: Vec<(remat_graph::NodeId, u64, remat_graph::Transfer)>,
+    /// Host bytes held at most between two steps (0 without transfers).
+    pub host_peak_bytes: u64,
+    /// Bytes copied to the host in all.
+    pub offloaded_bytes: u64,
 }
 
 impl Report {
@@ -69,6 +76,9 @@ impl Report {
             candidates: plan.details.comparison.clone(),
             dtr: plan.details.dtr.clone(),
             chain: plan.details.chain.clone(),
+            transfers: plan.details.transfers.iter().map(|t| (plan.schedule[t.instance], graph.node(plan.schedule[t.instance]).bytes, *t)).collect(),
+            host_peak_bytes: plan.simulation.host_peak_bytes,
+            offloaded_bytes: plan.simulation.offloaded_bytes,
         }
     }
 
@@ -148,6 +158,12 @@ impl Report {
             }
             v["chain"] = chain;
         }
+        if !self.transfers.is_empty() {
+            let transfers = self.transfers.iter().map(|(node, bytes, t)| {
+                json!({"node": node.0, "bytes": bytes, "instance_step": t.instance, "offload_after_step": t.offload_after, "prefetch_before_step": t.prefetch_before})
+            });
+            v["host"] = json!({"peak_bytes": self.host_peak_bytes, "offloaded_bytes": self.offloaded_bytes, "transfers": Value::Array(transfers.collect())});
+        }
         if !self.candidates.is_empty() {
             let rows = self.candidates.iter().map(|c| {
                 let mut row = json!({
@@ -223,10 +239,13 @@ impl Report {
             s.push_str(&self.ilp_lines(c, deterministic));
         }
         if let Some(c) = &self.chain {
-            s += &line("chain", format!("{} stages, DP at {} ({} bytes), makespan {:.4e}", c.stages, Bytes(c.dp_budget), c.dp_budget, c.remat_makespan));
+            s += &line("chain", format!("{} stages, DP at {} ({} bytes), rematerialization-only makespan {:.4e}", c.stages, Bytes(c.dp_budget), c.dp_budget, c.remat_makespan));
             if let Some((makespan, moved)) = c.offload {
-                s += &line("chain offload", format!("makespan {makespan:.4e} ({:+.1}%), {} offloaded (plan only: not in the IR)", 100.0 * (makespan / c.remat_makespan - 1.0), Bytes(moved)));
+                s += &line("chain offload", format!("makespan {makespan:.4e} ({:+.1}% vs rematerialization only), {} offloaded", 100.0 * (makespan / c.remat_makespan - 1.0), Bytes(moved)));
             }
+        }
+        if !self.transfers.is_empty() {
+            s += &line("host", format!("{} transfers, {} offloaded, {} on the host at most", self.transfers.len(), Bytes(self.offloaded_bytes), Bytes(self.host_peak_bytes)));
         }
         if let Some(d) = &self.dtr {
             s += &line("dtr", format!("heuristic {}, dealloc {}, simulated at {} ({} bytes)", d.heuristic.name(), d.dealloc.name(), Bytes(d.budget), d.budget));

@@ -451,9 +451,9 @@ fn process(cli: &Cli, options: &RematOptions, sweep: Option<&SweepRequest>, text
     let planned = plan_function(imported, options).map_err(|e| error(&location, e))?;
     let out = match cli.emit {
         Emit::GraphJson => graph_json(&planned.imported.graph, &planned.imported.name),
-        Emit::ScheduleJson => json::write_schedule(&planned.imported.name, &options.strategy, &planned.plan.schedule),
+        Emit::ScheduleJson => json::write_schedule(&planned.imported.name, &options.strategy, &planned.plan.schedule, &planned.plan.details.transfers),
         Emit::Mlir => {
-            remat_mlir::apply_schedule(&planned.imported, &planned.plan.schedule).map_err(|e| error(&location, e))?;
+            remat_mlir::apply_plan(&planned.imported, &planned.plan.schedule, &planned.plan.details.transfers).map_err(|e| error(&location, e))?;
             context.verify(&module).map_err(|ds| {
                 let mut lines: Vec<String> = ds.iter().map(ToString::to_string).collect();
                 lines.push(format!("{location}: error: internal error: the rewritten module does not verify"));
@@ -512,7 +512,7 @@ fn process_graph_json(
     let (plan, report) = remat_pass::plan_graph(&function, &graph, &order, options).map_err(|e| error(source_name, e))?;
     let out = match cli.emit {
         Emit::GraphJson => graph_json(&graph, &function),
-        Emit::ScheduleJson => json::write_schedule(&function, &report.strategy, &plan.schedule),
+        Emit::ScheduleJson => json::write_schedule(&function, &report.strategy, &plan.schedule, &plan.details.transfers),
         Emit::Mlir => return Err(error(source_name, "a graph JSON or DTR log input has no IR to rewrite; use --emit=schedule-json or --emit=graph-json")),
     };
     Ok(Processed { text: out, report: Some(report), sweep: None })

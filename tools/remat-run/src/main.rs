@@ -186,6 +186,10 @@ fn run(cli: &Cli) -> Result<bool, Failure> {
             "live_bytes_at_exit": step.run.counts.live_bytes,
             "compile_seconds": step.compile_seconds,
         });
+        if step.run.counts.host_allocations > 0 {
+            doc["host_peak_bytes"] = serde_json::json!(step.run.counts.host_peak_bytes);
+            doc["host_allocations"] = serde_json::json!(step.run.counts.host_allocations);
+        }
         if let Some(o) = &original {
             doc["original"] = serde_json::json!({"peak_bytes": o.run.counts.peak_bytes, "seconds": o.run.seconds});
         }
@@ -206,8 +210,13 @@ fn table(cli: &Cli, step: &Measured, original: Option<&Measured>, outputs_match:
         ("peak_bytes".into(), format!("{} ({})", c.peak_bytes, human(c.peak_bytes))),
         ("live at exit".into(), format!("{} (the outputs)", c.live_bytes)),
         ("allocations".into(), format!("{} ({} freed)", c.allocations, c.frees)),
-        ("seconds".into(), format!("{:.6} (compile {:.2})", step.run.seconds, step.compile_seconds)),
     ];
+    if c.host_allocations > 0 {
+        rows.push(("host peak".into(), format!("{} ({}), {} host allocations", c.host_peak_bytes, human(c.host_peak_bytes), c.host_allocations)));
+    }
+    rows.extend([
+        ("seconds".into(), format!("{:.6} (compile {:.2})", step.run.seconds, step.compile_seconds)),
+    ]);
     if let Some(o) = original {
         rows.push(("original peak".into(), format!("{} ({})", o.run.counts.peak_bytes, human(o.run.counts.peak_bytes))));
         rows.push(("original seconds".into(), format!("{:.6}", o.run.seconds)));
