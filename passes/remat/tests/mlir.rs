@@ -4,8 +4,8 @@
 
 use proptest::prelude::*;
 use remat_graph::random::{RandomDag, SplitMix64};
-use remat_graph::{simulate, Graph, NodeId};
-use remat_mlir::{apply_schedule, import, CostModel, ImportOptions, RematContext};
+use remat_graph::{simulate, simulate_with_transfers, Graph, NodeId, Transfer};
+use remat_mlir::{apply_plan, apply_schedule, import, CostModel, ImportOptions, RematContext};
 use remat_pass::{plan_function, RematOptions};
 use remat_planners::{PlanRequest, PlannerOptions, STRATEGIES};
 use remat_lower::{Jit, Target};
@@ -488,6 +488,58 @@ proptest! {
             apply_schedule(&imported, &schedule).unwrap();
             let run = run_on_cpu(context, &mut module, &inputs);
             prop_assert_eq!(run.counts.peak_bytes, planned.peak_bytes, "{}", text);
+            assert_same_outputs(&run, &reference, &text);
+            Ok(())
+        })?;
+    }
+
+    /// Offloading on random DAGs: host round trips in random gaps between an instance's reads,
+    /// rewritten as copies to memory space 1 and back, lowered and run. The device peak is
+    /// the planned one (offloaded bytes excluded), the host peak is the model's, and the
+    /// outputs are the original's bit for bit.
+    #[test]
+    fn random_offloads_run_at_their_planned_device_and_host_peaks(seed in any::<u64>(), ops in 2usize..25, percent in 0u64..100) {
+        thread_local!(static CONTEXT: RematContext = RematContext::new());
+        CONTEXT.with(|context| {
+            let g = RandomDag { ops, view_percent: 0, impure_percent: 0, ..RandomDag::default() }.generate(seed);
+            let text = dag_to_linalg(&g);
+            let mut original = context.parse(&text, "random.mlir").map_err(|e| TestCaseError::fail(format!("{e:?}\n{text}")))?;
+            let inputs = inputs_for(&original, seed);
+            let reference = run_on_cpu(context, &mut original, &inputs);
+            let mut module = context.parse(&text, "random.mlir").unwrap();
+            let imported = import(&module, None, &unit_import()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let schedule = imported.order.clone();
+            // Every gap of two or more steps between consecutive reads of an instance can
+            // hold a round trip; take each with probability `percent`.
+            let mut reads: Vec<Vec<usize>> = vec![Vec::new(); schedule.len()];
+            let mut step_of: Vec<Option<usize>> = vec![None; imported.graph.len()];
+            for (step, &node) in schedule.iter().enumerate() {
+                for &p in imported.graph.preds(node) {
+                    if let Some(instance) = step_of[p.index()] {
+                        reads[instance].push(step);
+                    }
+                }
+                step_of[node.index()] = Some(step);
+            }
+            let mut rng = SplitMix64::new(seed ^ 0x0ff1_0ad);
+            let mut transfers = Vec::new();
+            for (instance, reads) in reads.iter_mut().enumerate() {
+                reads.dedup();
+                let mut previous = instance;
+                for &read in reads.iter() {
+                    if read > previous + 1 && rng.next_u64() % 100 < percent && imported.graph.node(schedule[instance]).bytes > 0 {
+                        transfers.push(Transfer { instance, offload_after: previous, prefetch_before: read });
+                    }
+                    previous = read;
+                }
+            }
+            let planned = simulate_with_transfers(&imported.graph, &schedule, &transfers).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let stats = apply_plan(&imported, &schedule, &transfers).unwrap();
+            prop_assert!(stats.copies >= 2 * transfers.len());
+            let run = run_on_cpu(context, &mut module, &inputs);
+            prop_assert_eq!(run.counts.peak_bytes, planned.peak_bytes, "{:?}\n{}", transfers, text);
+            prop_assert_eq!(run.counts.host_peak_bytes, planned.host_peak_bytes, "{:?}\n{}", transfers, text);
+            prop_assert_eq!(run.counts.host_allocations as usize, transfers.len());
             assert_same_outputs(&run, &reference, &text);
             Ok(())
         })?;
