@@ -465,6 +465,27 @@ fn dag_to_linalg(g: &Graph) -> String {
     text
 }
 
+/// A random linalg step (no views, nothing impure), parsed twice: one copy run as the
+/// reference, the other imported for a test to rewrite.
+struct RandomStep<'c> {
+    text: String,
+    module: melior::ir::Module<'c>,
+    imported: remat_mlir::ImportedFunction,
+    inputs: Vec<HostTensor>,
+    reference: StepRun,
+}
+
+fn random_step(context: &RematContext, seed: u64, ops: usize) -> Result<RandomStep<'_>, TestCaseError> {
+    let g = RandomDag { ops, view_percent: 0, impure_percent: 0, ..RandomDag::default() }.generate(seed);
+    let text = dag_to_linalg(&g);
+    let mut original = context.parse(&text, "random.mlir").map_err(|e| TestCaseError::fail(format!("{e:?}\n{text}")))?;
+    let inputs = inputs_for(&original, seed);
+    let reference = run_on_cpu(context, &mut original, &inputs);
+    let module = context.parse(&text, "random.mlir").unwrap();
+    let imported = import(&module, None, &unit_import()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    Ok(RandomStep { text, module, imported, inputs, reference })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(40))]
     /// Differential run on random DAGs: each strategy's plan, rewritten, lowered and run on the
@@ -473,13 +494,7 @@ proptest! {
     fn random_steps_run_at_their_planned_peak(seed in any::<u64>(), ops in 1usize..25, percent in 30u64..110) {
         thread_local!(static CONTEXT: RematContext = RematContext::new());
         CONTEXT.with(|context| {
-            let g = RandomDag { ops, view_percent: 0, impure_percent: 0, ..RandomDag::default() }.generate(seed);
-            let text = dag_to_linalg(&g);
-            let mut original = context.parse(&text, "random.mlir").map_err(|e| TestCaseError::fail(format!("{e:?}\n{text}")))?;
-            let inputs = inputs_for(&original, seed);
-            let reference = run_on_cpu(context, &mut original, &inputs);
-            let mut module = context.parse(&text, "random.mlir").unwrap();
-            let imported = import(&module, None, &unit_import()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let RandomStep { text, mut module, imported, inputs, reference } = random_step(context, seed, ops)?;
             let baseline = simulate(&imported.graph, &imported.order).unwrap().peak_bytes;
             let strategies = heuristics();
             let strategy = strategies[(SplitMix64::new(seed).next_u64() % strategies.len() as u64) as usize];
@@ -501,13 +516,7 @@ proptest! {
     fn random_offloads_run_at_their_planned_device_and_host_peaks(seed in any::<u64>(), ops in 2usize..25, percent in 0u64..100) {
         thread_local!(static CONTEXT: RematContext = RematContext::new());
         CONTEXT.with(|context| {
-            let g = RandomDag { ops, view_percent: 0, impure_percent: 0, ..RandomDag::default() }.generate(seed);
-            let text = dag_to_linalg(&g);
-            let mut original = context.parse(&text, "random.mlir").map_err(|e| TestCaseError::fail(format!("{e:?}\n{text}")))?;
-            let inputs = inputs_for(&original, seed);
-            let reference = run_on_cpu(context, &mut original, &inputs);
-            let mut module = context.parse(&text, "random.mlir").unwrap();
-            let imported = import(&module, None, &unit_import()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let RandomStep { text, mut module, imported, inputs, reference } = random_step(context, seed, ops)?;
             let schedule = imported.order.clone();
             // Every gap of two or more steps between consecutive reads of an instance can
             // hold a round trip; take each with probability `percent`.
