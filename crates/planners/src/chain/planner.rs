@@ -289,16 +289,13 @@ impl ChainView {
         }
         transfers.retain(|t| t.offload_after + 1 < t.prefetch_before && t.prefetch_before < schedule.len());
         transfers.sort_unstable();
-        // Drop what the memory model rejects, one at a time (an invalid schedule is left for
-        // the caller's measurement to reject).
+        // Drop what the memory model rejects, a transfer of the named node at a time (an
+        // invalid schedule is left for the caller's measurement to reject).
         while !transfers.is_empty() {
             let Err(e) = simulate_with_transfers(graph, &schedule, &transfers) else { break };
-            let before = transfers.len();
-            if let Some(step) = e.step {
-                transfers.retain(|t| !(schedule[t.instance] == e.node && (t.instance == step || t.offload_after == step || t.prefetch_before == step || (t.offload_after < step && step < t.prefetch_before))));
-            }
-            if transfers.len() == before {
-                transfers.clear();
+            match transfers.iter().position(|t| schedule[t.instance] == e.node) {
+                Some(k) => drop(transfers.remove(k)),
+                None => transfers.clear(),
             }
         }
         (schedule, transfers)
@@ -364,7 +361,7 @@ impl ChainRemat {
                 high = mid;
             }
         }
-        best.or_else(|| Some(run(0)?).filter(|p| p.simulation.peak_bytes <= budget))
+        best.or_else(|| run(0).filter(|p| p.simulation.peak_bytes <= budget))
     }
 }
 
@@ -383,7 +380,7 @@ impl Planner for ChainRemat {
         let graph = request.graph;
         let options = &request.options.chain;
         let view = ChainView::of(graph, request.order);
-        let baseline = simulate(graph, request.order).map_err(|e| PlanError::InvalidRequest(e.to_string()))?.peak_bytes;
+        simulate(graph, request.order).map_err(|e| PlanError::InvalidRequest(e.to_string()))?;
         let budget = match request.budget {
             Some(b) => b,
             // Least memory: the smallest budget the chain plan meets (bisected).
@@ -401,10 +398,6 @@ impl Planner for ChainRemat {
         let Some(chosen) = offloading.or(remat_only) else {
             return Ok((request.order.to_vec(), PlanDetails::default()));
         };
-        // A chain plan that misses a budget the input order meets is no plan.
-        if baseline <= budget && chosen.simulation.peak_bytes > budget {
-            return Ok((request.order.to_vec(), PlanDetails::default()));
-        }
         let offload = offloads.then_some((chosen.makespan, chosen.simulation.offloaded_bytes));
         let stats = ChainStats {
             stages: view.chain.len(),
