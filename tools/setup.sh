@@ -18,9 +18,19 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then
-  echo "setup: cargo not found; install a Rust toolchain (1.85 or newer, e.g. with rustup) and rerun" >&2
+  echo "setup: cargo not found; install a Rust toolchain (1.88 or newer, e.g. with rustup) and rerun" >&2
   exit 1
 fi
 
+# ptxas and libdevice for `remat-opt --lower=gpu` (cubins, and kernels that call math
+# functions), from NVIDIA's PyPI wheel; no GPU or CUDA install needed. Without network the GPU
+# lowering still writes PTX for kernels without math functions.
+cuda_dir="${REMAT_CUDA_PATH:-${XDG_CACHE_HOME:-$HOME/.cache}/remat-opt/cuda-nvcc}"
+if [ ! -x "$cuda_dir/bin/ptxas" ] || [ ! -f "$cuda_dir/nvvm/libdevice/libdevice.10.bc" ]; then
+  echo "setup: fetching ptxas and libdevice (PyPI nvidia-cuda-nvcc-cu12) into $cuda_dir"
+  python3 tools/fetch_cuda_nvcc.py "$cuda_dir" ||
+    echo "setup: warning: could not fetch ptxas and libdevice; --lower=gpu will emit PTX only" >&2
+fi
+
 echo "setup: building remat-opt"
-cargo build --quiet -p remat-opt -p remat-run
+cargo build --quiet -p remat-opt -p remat-run -p remat-gpu-run

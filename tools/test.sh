@@ -11,7 +11,7 @@ cargo test --workspace --quiet 2>&1 | tee "$log"
 rust_passed=$(grep -Eo 'test result: ok\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
 
 echo "== lit"
-cargo build --quiet -p remat-opt -p remat-run
+cargo build --quiet -p remat-opt -p remat-run -p remat-gpu-run
 lit_out=$(/usr/lib/llvm-22/bin/lit -sv lit-tests 2>&1) && lit_rc=0 || lit_rc=$?
 echo "$lit_out"
 lit_passed=$(echo "$lit_out" | grep -Eo 'Passed *: *[0-9]+' | grep -Eo '[0-9]+' || echo 0)

@@ -219,6 +219,16 @@ pub fn erase(op: Op) {
     }
 }
 
+pub fn same_op(a: Op, b: Op) -> bool {
+    unsafe { mlirOperationEqual(a, b) }
+}
+
+/// The op after `op` in its block, if any.
+pub fn next_op(op: Op) -> Option<Op> {
+    let next = unsafe { mlirOperationGetNextInBlock(op) };
+    (!next.ptr.is_null()).then_some(next)
+}
+
 pub fn same_value(a: Val, b: Val) -> bool {
     a.ptr == b.ptr
 }

@@ -27,11 +27,14 @@ pub struct StepRun {
     pub trace: Vec<AllocationEvent>,
 }
 
-fn descriptor_words(rank: usize) -> usize {
+/// Words (8 bytes each) in a ranked memref descriptor: allocated and aligned pointers, offset,
+/// sizes, strides.
+pub(crate) fn descriptor_words(rank: usize) -> usize {
     3 + 2 * rank
 }
 
-fn row_major_strides(shape: &[usize]) -> Vec<u64> {
+/// The strides of a dense row-major memref of `shape`.
+pub(crate) fn row_major_strides(shape: &[usize]) -> Vec<u64> {
     let mut strides = vec![1u64; shape.len()];
     for d in (0..shape.len().saturating_sub(1)).rev() {
         strides[d] = strides[d + 1] * shape[d + 1] as u64;

@@ -44,6 +44,32 @@ impl ElementType {
         }
     }
 
+    /// Whether elements are floating point (compared within a tolerance, not exactly).
+    pub fn is_float(self) -> bool {
+        matches!(self, Self::F16 | Self::BF16 | Self::F32 | Self::F64)
+    }
+
+    /// The element type of a NumPy dtype string: what [`Self::npy_descr`] writes (so `<u2` is
+    /// `bf16`), and the unsigned types the runtime stores in its signed ones (`u1`, `u4`, `u8`).
+    /// Big-endian multi-byte types are not supported.
+    pub fn from_npy_descr(descr: &str) -> Option<Self> {
+        let (order, code) = descr.split_at_checked(1)?;
+        let element = match code {
+            "f2" => Self::F16,
+            "u2" => Self::BF16,
+            "f4" => Self::F32,
+            "f8" => Self::F64,
+            "b1" => Self::I1,
+            "i1" | "u1" => Self::I8,
+            "i2" => Self::I16,
+            "i4" | "u4" => Self::I32,
+            "i8" | "u8" => Self::I64,
+            _ => return None,
+        };
+        let little_endian = matches!(order, "<" | "|") || (order == "=" && cfg!(target_endian = "little"));
+        (little_endian || (order == ">" && element.bytes() == 1)).then_some(element)
+    }
+
     /// NumPy's dtype string (`bf16` has none: stored as raw `<u2`).
     pub fn npy_descr(self) -> &'static str {
         match self {
@@ -278,6 +304,76 @@ pub fn compare(a: &HostTensor, b: &HostTensor) -> Option<Mismatch> {
     mismatch
 }
 
+/// How far a tensor is from the expected one under a tolerance (a GPU run against the CPU's):
+/// floats within `atol + rtol * |expected|`, integers and booleans exactly.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToleranceReport {
+    /// The types differ (then nothing else is compared).
+    pub types: Option<(TensorSpec, TensorSpec)>,
+    /// Elements out of tolerance.
+    pub out_of_tolerance: usize,
+    /// The first of them (row-major index).
+    pub first: Option<usize>,
+    /// The largest |actual - expected| over all elements (NaN if a NaN met a number; infinite
+    /// if an infinity met anything else).
+    pub max_abs_error: f64,
+}
+
+impl ToleranceReport {
+    /// Same types and every element within tolerance.
+    pub fn matches(&self) -> bool {
+        self.types.is_none() && self.out_of_tolerance == 0
+    }
+}
+
+impl fmt::Display for ToleranceReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some((a, b)) = &self.types {
+            return write!(f, "types differ: {a} vs {b}");
+        }
+        match self.first {
+            None => write!(f, "all elements within tolerance, max |error| {:e}", self.max_abs_error),
+            Some(first) => write!(f, "{} element(s) out of tolerance, first at index {first}, max |error| {:e}", self.out_of_tolerance, self.max_abs_error),
+        }
+    }
+}
+
+/// Compares `actual` with `expected` element by element: a float is within tolerance when
+/// `|actual - expected| <= atol + rtol * |expected|` (NaN only matches NaN, an infinity only
+/// the same infinity); integer and boolean elements must be equal.
+pub fn compare_within(actual: &HostTensor, expected: &HostTensor, rtol: f64, atol: f64) -> ToleranceReport {
+    let mut report = ToleranceReport { types: None, out_of_tolerance: 0, first: None, max_abs_error: 0.0 };
+    if actual.spec != expected.spec {
+        report.types = Some((actual.spec.clone(), expected.spec.clone()));
+        report.max_abs_error = f64::NAN;
+        return report;
+    }
+    let element = actual.spec.element;
+    let size = element.bytes();
+    let pairs = actual.bytes().chunks(size).zip(expected.bytes().chunks(size));
+    for (i, (x, y)) in pairs.enumerate() {
+        let (a, b) = (actual.value(i), expected.value(i));
+        let (error, within) = if !element.is_float() {
+            ((a - b).abs(), x == y)
+        } else if a.is_nan() || b.is_nan() {
+            if a.is_nan() && b.is_nan() { (0.0, true) } else { (f64::NAN, false) }
+        } else if a == b {
+            (0.0, true)
+        } else if a.is_infinite() || b.is_infinite() {
+            (f64::INFINITY, false)
+        } else {
+            let error = (a - b).abs();
+            (error, error <= atol + rtol * b.abs())
+        };
+        report.max_abs_error = if error.is_nan() || report.max_abs_error.is_nan() { f64::NAN } else { report.max_abs_error.max(error) };
+        if !within {
+            report.out_of_tolerance += 1;
+            report.first.get_or_insert(i);
+        }
+    }
+    report
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,5 +418,82 @@ mod tests {
         for x in [0.0f32, 0.5, -0.75, 0.125] {
             assert_eq!(f16_bits_to_f32(f32_to_f16_bits(x)), x);
         }
+    }
+
+    fn floats(element: ElementType, values: &[f64]) -> HostTensor {
+        let mut t = HostTensor::zeros(TensorSpec { element, shape: vec![values.len()] });
+        let size = element.bytes();
+        for (i, &x) in values.iter().enumerate() {
+            let out = &mut t.bytes_mut()[i * size..(i + 1) * size];
+            match element {
+                ElementType::F32 => out.copy_from_slice(&(x as f32).to_le_bytes()),
+                ElementType::F64 => out.copy_from_slice(&x.to_le_bytes()),
+                ElementType::I32 => out.copy_from_slice(&(x as i32).to_le_bytes()),
+                ElementType::I1 => out[0] = x as u8,
+                other => unreachable!("no test values for {other}"),
+            }
+        }
+        t
+    }
+
+    #[test]
+    fn tolerance_accepts_small_float_errors_only() {
+        let expected = floats(ElementType::F64, &[1.0, -2.0, 1000.0, 0.0]);
+        let close = floats(ElementType::F64, &[1.0 + 1e-6, -2.0 - 1e-6, 1000.05, 5e-6]);
+        let report = compare_within(&close, &expected, 1e-4, 1e-5);
+        assert!(report.matches(), "{report}");
+        assert!((report.max_abs_error - 0.05).abs() < 1e-9);
+        // 1000 * 1e-4 + 1e-5 is the allowance at 1000: 0.2 is too far; 2e-5 is too far from 0.
+        let far = floats(ElementType::F64, &[1.0, -2.0, 1000.2, 2e-5]);
+        let report = compare_within(&far, &expected, 1e-4, 1e-5);
+        assert_eq!((report.out_of_tolerance, report.first), (2, Some(2)));
+        assert!((report.max_abs_error - 0.2).abs() < 1e-9);
+        // The allowance scales with the expected value, not the actual one.
+        let (zero, half) = (floats(ElementType::F64, &[0.0]), floats(ElementType::F64, &[0.5]));
+        assert!(compare_within(&zero, &half, 1.0, 0.0).matches());
+        assert!(!compare_within(&half, &zero, 1.0, 0.0).matches());
+    }
+
+    #[test]
+    fn tolerance_treats_nan_and_infinity_strictly() {
+        let nan = f64::NAN;
+        let inf = f64::INFINITY;
+        let expected = floats(ElementType::F32, &[nan, inf, -inf, 1.0]);
+        assert!(compare_within(&expected, &expected, 0.0, 0.0).matches());
+        let report = compare_within(&floats(ElementType::F32, &[1.0, inf, -inf, 1.0]), &expected, 1.0, 1.0);
+        assert_eq!(report.out_of_tolerance, 1);
+        assert!(report.max_abs_error.is_nan());
+        let report = compare_within(&floats(ElementType::F32, &[nan, 1e30, -inf, nan]), &expected, 1e9, 1e9);
+        assert_eq!((report.out_of_tolerance, report.first), (2, Some(1)));
+        assert!(report.max_abs_error.is_nan());
+        let report = compare_within(&floats(ElementType::F32, &[nan, -inf, -inf, 1.0]), &expected, 1e9, 1e9);
+        assert_eq!(report.out_of_tolerance, 1);
+        assert_eq!(report.max_abs_error, f64::INFINITY);
+    }
+
+    #[test]
+    fn tolerance_compares_integers_and_booleans_exactly() {
+        let ints = floats(ElementType::I32, &[3.0, 4.0, 5.0]);
+        let report = compare_within(&floats(ElementType::I32, &[3.0, 5.0, 5.0]), &ints, 1.0, 1.0);
+        assert_eq!((report.out_of_tolerance, report.first, report.max_abs_error), (1, Some(1), 1.0));
+        let bools = floats(ElementType::I1, &[0.0, 1.0]);
+        assert!(compare_within(&bools, &bools, 0.0, 0.0).matches());
+        assert_eq!(compare_within(&floats(ElementType::I1, &[1.0, 1.0]), &bools, 1.0, 1.0).out_of_tolerance, 1);
+        let other = floats(ElementType::F32, &[3.0, 4.0, 5.0]);
+        let report = compare_within(&other, &ints, 1.0, 1.0);
+        assert!(!report.matches());
+        assert!(report.to_string().contains("types differ"));
+    }
+
+    #[test]
+    fn npy_descriptions_map_back_to_element_types() {
+        for e in [ElementType::F16, ElementType::BF16, ElementType::F32, ElementType::F64, ElementType::I1, ElementType::I8, ElementType::I16, ElementType::I32, ElementType::I64] {
+            assert_eq!(ElementType::from_npy_descr(e.npy_descr()), Some(e));
+        }
+        assert_eq!(ElementType::from_npy_descr("|u1"), Some(ElementType::I8));
+        assert_eq!(ElementType::from_npy_descr(">i1"), Some(ElementType::I8));
+        assert_eq!(ElementType::from_npy_descr(">f4"), None);
+        assert_eq!(ElementType::from_npy_descr("<c8"), None);
+        assert_eq!(ElementType::from_npy_descr(""), None);
     }
 }

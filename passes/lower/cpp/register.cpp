@@ -13,6 +13,7 @@
 #include "mlir/CAPI/Support.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
@@ -27,6 +28,8 @@ namespace {
 RematLowerCallback placeDeallocsCallback = nullptr;
 RematLowerCallback lowerStablehloCallback = nullptr;
 RematLowerCallback hostBuffersCallback = nullptr;
+RematLowerCallback gpuParallelizeCallback = nullptr;
+RematLowerCallback gpuCheckHostCallback = nullptr;
 
 struct PlaceDeallocsPass
     : public mlir::PassWrapper<PlaceDeallocsPass, mlir::OperationPass<>> {
@@ -82,18 +85,68 @@ struct HostBuffersPass
       signalPassFailure();
   }
 };
+
+struct GpuParallelizePass
+    : public mlir::PassWrapper<GpuParallelizePass,
+                               mlir::OperationPass<mlir::ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(GpuParallelizePass)
+
+  llvm::StringRef getArgument() const final { return "remat-gpu-parallelize"; }
+  llvm::StringRef getDescription() const final {
+    return "Make every memory access a parallel loop for the GPU mapping: "
+           "memref.copy becomes a load/store loop nest, a sequential loop at "
+           "the top of a function a one-iteration scf.parallel, and a scalar "
+           "the host reads is staged through a pinned host buffer";
+  }
+  void getDependentDialects(mlir::DialectRegistry &registry) const override {
+    registry.insert<mlir::arith::ArithDialect, mlir::func::FuncDialect,
+                    mlir::memref::MemRefDialect, mlir::scf::SCFDialect>();
+  }
+  void runOnOperation() override {
+    if (!gpuParallelizeCallback ||
+        !gpuParallelizeCallback(wrap(getOperation().getOperation())))
+      signalPassFailure();
+  }
+};
+
+struct GpuCheckHostPass
+    : public mlir::PassWrapper<GpuCheckHostPass,
+                               mlir::OperationPass<mlir::func::FuncOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(GpuCheckHostPass)
+
+  llvm::StringRef getArgument() const final { return "remat-gpu-check-host"; }
+  llvm::StringRef getDescription() const final {
+    return "Clone the constants each gpu.launch reads into its body (so "
+           "outlining puts them in device memory) and reject host code that "
+           "would touch device memory";
+  }
+  void getDependentDialects(mlir::DialectRegistry &registry) const override {
+    registry.insert<mlir::memref::MemRefDialect>();
+  }
+  void runOnOperation() override {
+    if (!gpuCheckHostCallback ||
+        !gpuCheckHostCallback(wrap(getOperation().getOperation())))
+      signalPassFailure();
+  }
+};
 } // namespace
 
 extern "C" void rematRegisterLoweringPasses(RematLowerCallback placeDeallocs,
                                             RematLowerCallback lowerStablehlo,
-                                            RematLowerCallback hostBuffers) {
+                                            RematLowerCallback hostBuffers,
+                                            RematLowerCallback gpuParallelize,
+                                            RematLowerCallback gpuCheckHost) {
   placeDeallocsCallback = placeDeallocs;
   lowerStablehloCallback = lowerStablehlo;
   hostBuffersCallback = hostBuffers;
+  gpuParallelizeCallback = gpuParallelize;
+  gpuCheckHostCallback = gpuCheckHost;
   static bool registered = [] {
     mlir::PassRegistration<PlaceDeallocsPass>();
     mlir::PassRegistration<LowerStablehloPass>();
     mlir::PassRegistration<HostBuffersPass>();
+    mlir::PassRegistration<GpuParallelizePass>();
+    mlir::PassRegistration<GpuCheckHostPass>();
     return true;
   }();
   (void)registered;

@@ -84,7 +84,7 @@ fn retype(v: Val) -> bool {
 }
 
 /// `func.func private @remat_host_alloc_next()` at the top of `module`, unless it is there.
-fn declare_runtime_function(module: Op) {
+pub(crate) fn declare_runtime_function(module: Op) {
     let Some(body) = ir::regions(module).first().and_then(|r| ir::blocks(*r).first().copied()) else { return };
     if ir::block_ops(body).iter().any(|&op| ir::op_name(op) == "func.func" && ir::string_attribute(op, "sym_name").as_deref() == Some(HOST_ALLOC_NEXT)) {
         return;

@@ -16,11 +16,15 @@
 //! with `buffer-alignment=0`, so `size` is the buffer's exact byte size (an aligned allocation
 //! would be padded to a multiple of its alignment) and the count is the memory model's bytes.
 
+pub mod gpu;
+pub mod gpu_target;
 pub mod host_buffers;
 pub mod jit;
+pub mod library;
 pub mod place_deallocs;
 pub mod stablehlo;
 
+pub use gpu_target::{find_cuda_toolkit, gpu_pipeline, GpuFormat, GpuOptions};
 pub use jit::{signature, Jit, StepSignature};
 
 use melior::ir::Module;
@@ -28,10 +32,13 @@ use melior::pass::PassManager;
 use remat_mlir::{emit_error, MlirError, RematContext};
 
 /// Where the step runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
     /// The host CPU, through the LLVM dialect.
     Cpu,
+    /// An NVIDIA GPU through MLIR's gpu/NVVM path: host code in the LLVM dialect that launches
+    /// kernels embedded as `gpu.binary` (see [`gpu_pipeline`]).
+    Gpu(GpuOptions),
 }
 
 impl std::str::FromStr for Target {
@@ -39,35 +46,43 @@ impl std::str::FromStr for Target {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "cpu" => Ok(Target::Cpu),
-            "gpu" => Err("--lower=gpu is not implemented yet (only cpu)".into()),
-            other => Err(format!("unknown lowering target '{other}' (expected cpu)")),
+            "gpu" => Ok(Target::Gpu(GpuOptions::default())),
+            other => Err(format!("unknown lowering target '{other}' (expected cpu or gpu)")),
         }
     }
 }
 
 /// Tensor → buffers, with deallocations right after last uses.
-const BUFFERIZE: &str = "remat-lower-stablehlo,\
+pub(crate) const BUFFERIZE: &str = "remat-lower-stablehlo,\
 one-shot-bufferize{bufferize-function-boundaries=1 function-boundary-type-conversion=identity-layout-map buffer-alignment=0 allow-return-allocs-from-loops=1},\
 expand-realloc,ownership-based-buffer-deallocation,canonicalize,buffer-deallocation-simplification,\
 bufferization-lower-deallocations,canonicalize,func.func(remat-place-deallocs),remat-host-buffers";
 
 /// Buffers → LLVM on the host. The generic allocation functions let a runner count bytes.
-const CPU_TO_LLVM: &str = "convert-bufferization-to-memref,convert-linalg-to-loops,convert-scf-to-cf,expand-strided-metadata,lower-affine,\
+pub(crate) const CPU_TO_LLVM: &str = "convert-bufferization-to-memref,convert-linalg-to-loops,convert-scf-to-cf,expand-strided-metadata,lower-affine,\
 finalize-memref-to-llvm{use-generic-functions=1},convert-arith-to-llvm,\
 convert-math-to-llvm,convert-math-to-libm,convert-index-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts";
 
 /// The whole lowering pipeline for `target`, as a textual pass pipeline on `builtin.module`.
-pub fn pipeline(target: Target) -> String {
+pub fn pipeline(target: &Target) -> String {
     match target {
         Target::Cpu => format!("builtin.module({BUFFERIZE},{CPU_TO_LLVM})"),
+        Target::Gpu(options) => format!("builtin.module({BUFFERIZE},{})", gpu_pipeline(options)),
     }
 }
 
 /// Lowers `module` in place to the LLVM dialect for `target`.
-pub fn lower_to_llvm(context: &RematContext, module: &mut Module, target: Target) -> Result<(), Vec<MlirError>> {
+pub fn lower_to_llvm(context: &RematContext, module: &mut Module, target: &Target) -> Result<(), Vec<MlirError>> {
     register_lowering_passes();
     jit::prepare_functions(module);
-    run_pipeline(context, module, &pipeline(target))
+    // gpu-module-to-binary translates kernel modules to LLVM IR in this context.
+    unsafe { mlir_sys::mlirRegisterAllLLVMTranslations(context.context().to_raw()) };
+    run_pipeline(context, module, &pipeline(target))?;
+    if let Target::Gpu(options) = target {
+        gpu_target::strip_timings(module);
+        gpu_target::check_kernels(module, options)?;
+    }
+    Ok(())
 }
 
 /// Runs a textual pipeline (on `builtin.module`) on `module`, collecting its diagnostics.
@@ -98,6 +113,8 @@ unsafe extern "C" {
         place_deallocs: unsafe extern "C" fn(mlir_sys::MlirOperation) -> bool,
         lower_stablehlo: unsafe extern "C" fn(mlir_sys::MlirOperation) -> bool,
         host_buffers: unsafe extern "C" fn(mlir_sys::MlirOperation) -> bool,
+        gpu_parallelize: unsafe extern "C" fn(mlir_sys::MlirOperation) -> bool,
+        gpu_check_host: unsafe extern "C" fn(mlir_sys::MlirOperation) -> bool,
     );
 }
 
@@ -136,6 +153,27 @@ unsafe extern "C" fn host_buffers_callback(op: mlir_sys::MlirOperation) -> bool 
     })
 }
 
+unsafe extern "C" fn gpu_parallelize_callback(op: mlir_sys::MlirOperation) -> bool {
+    guarded(op, "remat-gpu-parallelize", || {
+        let stats = gpu::parallelize(op);
+        tracing::debug!(?stats, "remat-gpu-parallelize");
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn gpu_check_host_callback(op: mlir_sys::MlirOperation) -> bool {
+    guarded(op, "remat-gpu-check-host", || match gpu::check_host(op) {
+        Ok(stats) => {
+            tracing::debug!(?stats, "remat-gpu-check-host");
+            Ok(())
+        }
+        Err(e) => {
+            emit_error(e.op, &MlirError { location: None, message: e.message });
+            Err(MlirError { location: None, message: String::new() })
+        }
+    })
+}
+
 unsafe extern "C" fn lower_stablehlo_callback(op: mlir_sys::MlirOperation) -> bool {
     guarded(op, "remat-lower-stablehlo", || match stablehlo::lower_stablehlo(op) {
         Ok(stats) => {
@@ -150,12 +188,13 @@ unsafe extern "C" fn lower_stablehlo_callback(op: mlir_sys::MlirOperation) -> bo
     })
 }
 
-/// Registers `remat-place-deallocs` and `remat-lower-stablehlo`, and every upstream pass the
+/// Registers the remat lowering passes (`remat-place-deallocs`, `remat-lower-stablehlo`,
+/// `remat-host-buffers`, `remat-gpu-parallelize`, `remat-gpu-check-host`), and every upstream pass the
 /// pipelines name, in MLIR's global pass registry. Idempotent.
 pub fn register_lowering_passes() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         melior::utility::register_all_passes();
-        unsafe { rematRegisterLoweringPasses(place_deallocs_callback, lower_stablehlo_callback, host_buffers_callback) }
+        unsafe { rematRegisterLoweringPasses(place_deallocs_callback, lower_stablehlo_callback, host_buffers_callback, gpu_parallelize_callback, gpu_check_host_callback) }
     });
 }

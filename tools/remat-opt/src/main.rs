@@ -25,6 +25,11 @@ enum Emit {
     GraphJson,
     /// The plan as node ids of the graph JSON.
     ScheduleJson,
+    /// The kernels' PTX (with `--lower=gpu`).
+    Ptx,
+    /// A shared library of the lowered step with its kernels embedded, for `remat-gpu-run`
+    /// (with `--lower=gpu`; needs `-o`).
+    Library,
 }
 
 #[derive(Parser, Debug)]
@@ -140,10 +145,22 @@ struct Cli {
     /// Split the input at `// -----` lines and process each part on its own.
     #[arg(long = "split-input-file")]
     split_input_file: bool,
-    /// Lower the rewritten module to the LLVM dialect for a target (`cpu`), with every buffer
-    /// freed right after its last use (see `--print-lowering-pipeline`).
+    /// Lower the rewritten module to the LLVM dialect for a target (`cpu` or `gpu`), with every
+    /// buffer freed right after its last use (see `--print-lowering-pipeline`).
     #[arg(long, value_name = "TARGET")]
     lower: Option<String>,
+    /// The NVIDIA architecture the kernels are compiled for (`--lower=gpu`).
+    #[arg(long = "gpu-chip", value_name = "SM", default_value = "sm_90")]
+    gpu_chip: String,
+    /// Kernel format for `--lower=gpu`: `ptx` (loaded by the driver's JIT) or `cubin` (needs
+    /// ptxas); default cubin when a CUDA toolkit with ptxas is found (and not `--emit=ptx`),
+    /// else ptx.
+    #[arg(long = "gpu-format", value_name = "FORMAT")]
+    gpu_format: Option<String>,
+    /// CUDA toolkit directory (libdevice, ptxas) for `--lower=gpu`; default `$REMAT_CUDA_PATH`,
+    /// the one tools/setup.sh unpacks, `$CUDA_HOME`, `/usr/local/cuda`.
+    #[arg(long = "cuda-path", value_name = "DIR")]
+    cuda_path: Option<PathBuf>,
     /// Print the lowering pipeline for `--lower`'s target (default cpu) and exit.
     #[arg(long = "print-lowering-pipeline")]
     print_lowering_pipeline: bool,
@@ -159,8 +176,8 @@ struct SweepRequest {
 
 /// What one input (one part with `--split-input-file`) produced.
 struct Processed {
-    /// The text to write: the module, a JSON document, or the sweep table.
-    text: String,
+    /// What to write: the module, a JSON document, the sweep table, PTX or a library.
+    output: Vec<u8>,
     /// The plan's report, when one function was planned.
     report: Option<Report>,
     /// The sweep, with the function's name, under `--sweep`.
@@ -204,28 +221,73 @@ fn main() -> ExitCode {
 }
 
 fn lowering_target(cli: &Cli) -> Result<Option<remat_lower::Target>, Failure> {
-    cli.lower.as_deref().map(|t| t.parse::<remat_lower::Target>().map_err(|e| Failure(vec![format!("error: {e}")]))).transpose()
+    let fail = |e: String| Failure(vec![format!("error: {e}")]);
+    let target = cli.lower.as_deref().map(|t| t.parse::<remat_lower::Target>()).transpose().map_err(fail)?;
+    let gpu_flags = cli.gpu_format.is_some() || cli.cuda_path.is_some() || cli.gpu_chip != "sm_90";
+    match target {
+        Some(remat_lower::Target::Gpu(_)) => {
+            let toolkit = cli.cuda_path.clone().or_else(remat_lower::find_cuda_toolkit);
+            let format = match &cli.gpu_format {
+                Some(f) => f.parse().map_err(fail)?,
+                None if cli.emit != Emit::Ptx && toolkit.as_deref().is_some_and(remat_lower::gpu_target::has_ptxas) => remat_lower::GpuFormat::Cubin,
+                None => remat_lower::GpuFormat::Ptx,
+            };
+            let options = remat_lower::GpuOptions { chip: cli.gpu_chip.clone(), format, toolkit };
+            remat_lower::gpu_target::validate(&options).map_err(fail)?;
+            Ok(Some(remat_lower::Target::Gpu(options)))
+        }
+        _ if gpu_flags => Err(fail("--gpu-chip, --gpu-format and --cuda-path go with --lower=gpu".into())),
+        other => Ok(other),
+    }
 }
 
-fn lower(cli: &Cli, context: &RematContext, module: &mut melior::ir::Module) -> Result<(), Failure> {
-    if let Some(target) = lowering_target(cli)? {
+/// Lowers `module` when `--lower` asks for it, then renders what `--emit` asks for.
+fn lower_and_emit(cli: &Cli, context: &RematContext, module: &mut melior::ir::Module) -> Result<Vec<u8>, Failure> {
+    let target = lowering_target(cli)?;
+    let mut signature = None;
+    if let Some(target) = &target {
+        if cli.emit == Emit::Library {
+            let function = remat_mlir::select_function_name(module, cli.function.as_deref()).map_err(|e| Failure(vec![e.to_string()]))?;
+            signature = Some(remat_lower::signature(module, &function).map_err(|e| Failure(vec![format!("error: {e}")]))?);
+        }
         remat_lower::lower_to_llvm(context, module, target).map_err(|ds| {
             let mut lines: Vec<String> = ds.iter().map(ToString::to_string).collect();
-            lines.push(format!("error: lowering to {target:?} failed").to_lowercase());
+            let name = if matches!(target, remat_lower::Target::Cpu) { "the CPU" } else { "the GPU" };
+            lines.push(format!("error: lowering to {name} failed"));
             Failure(lines)
         })?;
     }
-    Ok(())
+    match cli.emit {
+        Emit::Ptx => remat_lower::gpu_target::ptx_listing(module).map(String::into_bytes).map_err(|e| Failure(vec![format!("error: {e}")])),
+        Emit::Library => {
+            let signature = signature.expect("--emit=library is checked to come with --lower=gpu");
+            remat_lower::library::shared_library(module, &signature).map_err(|e| Failure(vec![format!("error: {e}")]))
+        }
+        _ => {
+            let mut text = module.as_operation().to_string();
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            Ok(text.into_bytes())
+        }
+    }
 }
 
 fn run(cli: &Cli) -> Result<(), Failure> {
     if cli.print_lowering_pipeline {
         let target = lowering_target(cli)?.unwrap_or(remat_lower::Target::Cpu);
-        println!("{}", remat_lower::pipeline(target));
+        println!("{}", remat_lower::pipeline(&target));
         return Ok(());
     }
-    if lowering_target(cli)?.is_some() && cli.emit != Emit::Mlir {
+    let target = lowering_target(cli)?;
+    if target.is_some() && matches!(cli.emit, Emit::GraphJson | Emit::ScheduleJson) {
         return Err(Failure(vec!["error: --lower writes a module; it cannot be combined with --emit=graph-json or --emit=schedule-json".into()]));
+    }
+    if matches!(cli.emit, Emit::Ptx | Emit::Library) && !matches!(target, Some(remat_lower::Target::Gpu(_))) {
+        return Err(Failure(vec!["error: --emit=ptx and --emit=library need --lower=gpu".into()]));
+    }
+    if cli.emit == Emit::Library && (cli.output.is_none() || cli.split_input_file) {
+        return Err(Failure(vec!["error: --emit=library writes one shared library: it needs -o FILE and cannot be combined with --split-input-file".into()]));
     }
     let source_name = if cli.input == "-" { "<stdin>".to_string() } else { cli.input.clone() };
     let text = read_input(&cli.input).map_err(|e| error(&source_name, e))?;
@@ -240,7 +302,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     for (line_offset, chunk) in chunks {
         match process(cli, &options, sweep.as_ref(), chunk, &source_name, line_offset) {
             Ok(processed) => {
-                outputs.push(processed.text);
+                outputs.push(processed.output);
                 reports.extend(processed.report);
                 sweeps.extend(processed.sweep);
             }
@@ -272,10 +334,10 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         text.push('\n');
         write_atomically(path, text.as_bytes()).map_err(|e| error(&path.display().to_string(), e))?;
     }
-    let output = outputs.join("// -----\n");
+    let output = outputs.join("// -----\n".as_bytes());
     match &cli.output {
-        Some(path) => write_atomically(path, output.as_bytes()).map_err(|e| error(&path.display().to_string(), e)),
-        None => std::io::stdout().write_all(output.as_bytes()).map_err(|e| error("<stdout>", e)),
+        Some(path) => write_atomically(path, &output).map_err(|e| error(&path.display().to_string(), e)),
+        None => std::io::stdout().write_all(&output).map_err(|e| error("<stdout>", e)),
     }
 }
 
@@ -434,8 +496,8 @@ fn process(cli: &Cli, options: &RematOptions, sweep: Option<&SweepRequest>, text
             }
             return Err(Failure(lines));
         }
-        lower(cli, &context, &mut module)?;
-        return Ok(Processed { text: module.as_operation().to_string(), report: None, sweep: None });
+        let output = lower_and_emit(cli, &context, &mut module)?;
+        return Ok(Processed { output, report: None, sweep: None });
     }
     let imported = remat_mlir::import(&module, options.function.as_deref(), &options.import_options())?;
     for warning in &imported.warnings {
@@ -450,30 +512,25 @@ fn process(cli: &Cli, options: &RematOptions, sweep: Option<&SweepRequest>, text
     }
     let planned = plan_function(imported, options).map_err(|e| error(&location, e))?;
     let out = match cli.emit {
-        Emit::GraphJson => graph_json(&planned.imported.graph, &planned.imported.name),
-        Emit::ScheduleJson => json::write_schedule(&planned.imported.name, &options.strategy, &planned.plan.schedule, &planned.plan.details.transfers),
-        Emit::Mlir => {
+        Emit::GraphJson => graph_json(&planned.imported.graph, &planned.imported.name).into_bytes(),
+        Emit::ScheduleJson => json::write_schedule(&planned.imported.name, &options.strategy, &planned.plan.schedule, &planned.plan.details.transfers).into_bytes(),
+        Emit::Mlir | Emit::Ptx | Emit::Library => {
             remat_mlir::apply_plan(&planned.imported, &planned.plan.schedule, &planned.plan.details.transfers).map_err(|e| error(&location, e))?;
             context.verify(&module).map_err(|ds| {
                 let mut lines: Vec<String> = ds.iter().map(ToString::to_string).collect();
                 lines.push(format!("{location}: error: internal error: the rewritten module does not verify"));
                 Failure(lines)
             })?;
-            lower(cli, &context, &mut module)?;
-            let mut text = module.as_operation().to_string();
-            if !text.ends_with('\n') {
-                text.push('\n');
-            }
-            text
+            lower_and_emit(cli, &context, &mut module)?
         }
     };
-    Ok(Processed { text: out, report: Some(planned.report), sweep: None })
+    Ok(Processed { output: out, report: Some(planned.report), sweep: None })
 }
 
 /// Sweeps one function: the table to print, and the sweep for the CSV and SVG files.
 fn run_sweep(request: &SweepRequest, options: &RematOptions, function: &str, graph: &Graph, order: &[NodeId]) -> Result<Processed, String> {
     let table = sweep::sweep(graph, order, &request.percents, &request.strategies, &options.planner).map_err(|e| e.to_string())?;
-    Ok(Processed { text: table.to_table(function, false), report: None, sweep: Some((function.to_string(), table)) })
+    Ok(Processed { output: table.to_table(function, false).into_bytes(), report: None, sweep: Some((function.to_string(), table)) })
 }
 
 fn graph_json(graph: &Graph, function: &str) -> String {
@@ -511,11 +568,11 @@ fn process_graph_json(
     }
     let (plan, report) = remat_pass::plan_graph(&function, &graph, &order, options).map_err(|e| error(source_name, e))?;
     let out = match cli.emit {
-        Emit::GraphJson => graph_json(&graph, &function),
-        Emit::ScheduleJson => json::write_schedule(&function, &report.strategy, &plan.schedule, &plan.details.transfers),
-        Emit::Mlir => return Err(error(source_name, "a graph JSON or DTR log input has no IR to rewrite; use --emit=schedule-json or --emit=graph-json")),
+        Emit::GraphJson => graph_json(&graph, &function).into_bytes(),
+        Emit::ScheduleJson => json::write_schedule(&function, &report.strategy, &plan.schedule, &plan.details.transfers).into_bytes(),
+        Emit::Mlir | Emit::Ptx | Emit::Library => return Err(error(source_name, "a graph JSON or DTR log input has no IR to rewrite; use --emit=schedule-json or --emit=graph-json")),
     };
-    Ok(Processed { text: out, report: Some(report), sweep: None })
+    Ok(Processed { output: out, report: Some(report), sweep: None })
 }
 
 /// Writes `bytes` to a temporary file beside `path`, then renames it into place.

@@ -106,7 +106,7 @@ fn measure(cli: &Cli, path: &Path, inputs: &mut Option<Vec<HostTensor>>) -> Resu
     };
     let signature = remat_lower::signature(&module, &function).map_err(|e| Failure(vec![format!("{name}: error: {e}")]))?;
     if !lowered {
-        remat_lower::lower_to_llvm(&context, &mut module, Target::Cpu).map_err(|ds| {
+        remat_lower::lower_to_llvm(&context, &mut module, &Target::Cpu).map_err(|ds| {
             let mut lines: Vec<String> = ds.iter().map(ToString::to_string).collect();
             lines.push(format!("{name}: error: lowering to the CPU failed"));
             Failure(lines)
