@@ -42,6 +42,39 @@ pub(crate) fn row_major_strides(shape: &[usize]) -> Vec<u64> {
     strides
 }
 
+/// The words of a packed call: each input's descriptor (an identity-layout memref at its
+/// data address), then the storage the results' descriptors are written to.
+pub(crate) struct PackedCall {
+    words: Vec<Vec<u64>>,
+    pub(crate) result_storage: Vec<u64>,
+    has_results: bool,
+}
+
+impl PackedCall {
+    /// Descriptors for inputs given as (data address, shape), and room for `results`.
+    pub(crate) fn new(inputs: impl Iterator<Item = (u64, Vec<usize>)>, results: &[TensorSpec]) -> PackedCall {
+        let words = inputs
+            .map(|(address, shape)| {
+                let mut w = vec![address, address, 0];
+                w.extend(shape.iter().map(|&d| d as u64));
+                w.extend(row_major_strides(&shape));
+                w
+            })
+            .collect();
+        let result_words: usize = results.iter().map(|r| descriptor_words(r.shape.len())).sum();
+        PackedCall { words, result_storage: vec![0u64; result_words.max(1)], has_results: !results.is_empty() }
+    }
+
+    /// The `void **` array: one pointer per input word, then the result storage.
+    pub(crate) fn arguments(&mut self) -> Vec<*mut ()> {
+        let mut args: Vec<*mut ()> = self.words.iter_mut().flat_map(|w| w.iter_mut().map(|x| x as *mut u64 as *mut ())).collect();
+        if self.has_results {
+            args.push(self.result_storage.as_mut_ptr() as *mut ());
+        }
+        args
+    }
+}
+
 /// Calls `entry` with `inputs` (tensors passed as identity-layout memrefs) and returns the
 /// results described by `results`, with the bytes allocated during the call. Result buffers the
 /// step allocated are freed after they are copied out (after the counts are taken).
@@ -50,22 +83,8 @@ pub(crate) fn row_major_strides(shape: &[usize]) -> Vec<u64> {
 /// `entry` must be the packed entry of a function whose arguments are exactly `inputs`' memref
 /// types and whose results are `results`' memref types.
 pub unsafe fn call_step(entry: PackedEntry, inputs: &mut [HostTensor], results: &[TensorSpec], trace: bool) -> Result<StepRun, String> {
-    let mut words: Vec<Vec<u64>> = inputs
-        .iter_mut()
-        .map(|t| {
-            let ptr = t.as_mut_ptr() as u64;
-            let mut w = vec![ptr, ptr, 0];
-            w.extend(t.spec.shape.iter().map(|&d| d as u64));
-            w.extend(row_major_strides(&t.spec.shape));
-            w
-        })
-        .collect();
-    let result_words: usize = results.iter().map(|r| descriptor_words(r.shape.len())).sum();
-    let mut result_storage = vec![0u64; result_words.max(1)];
-    let mut args: Vec<*mut ()> = words.iter_mut().flat_map(|w| w.iter_mut().map(|x| x as *mut u64 as *mut ())).collect();
-    if !results.is_empty() {
-        args.push(result_storage.as_mut_ptr() as *mut ());
-    }
+    let mut call = PackedCall::new(inputs.iter_mut().map(|t| (t.as_mut_ptr() as u64, t.spec.shape.clone())), results);
+    let mut args = call.arguments();
 
     alloc::reset(trace);
     let start = Instant::now();
@@ -73,6 +92,8 @@ pub unsafe fn call_step(entry: PackedEntry, inputs: &mut [HostTensor], results: 
     let seconds = start.elapsed().as_secs_f64();
     let counts = alloc::counts();
     let trace = alloc::take_trace();
+    // Read only after the call wrote it through `args`.
+    let result_storage = &call.result_storage;
 
     let mut outputs = Vec::with_capacity(results.len());
     let mut owned = HashSet::new();

@@ -16,11 +16,10 @@
 //!   rejects, with a diagnostic at the op, anything left on the host that would touch device
 //!   memory.
 
-use crate::stablehlo::{create_op, error_at, OpError};
+use crate::stablehlo::{create_op, error_at, set_segments, OpError};
 use mlir_sys::*;
 use remat_mlir::ir::{self, Op, Val};
 use std::collections::HashMap;
-use std::ffi::CString;
 
 /// What `remat-gpu-parallelize` did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -71,18 +70,12 @@ const HOST_READ: &str = "remat.host_read";
 fn read_back(module: Op, load: Op) {
     let location = ir::location(load);
     let block = ir::op_block(load);
-    let context = unsafe { mlirOperationGetContext(load) };
     let element = ir::value_type(ir::results(load)[0]);
     let scalar_buffer = unsafe { mlirMemRefTypeGet(element, 0, std::ptr::null(), mlirAttributeGetNull(), mlirAttributeGetNull()) };
-    crate::host_buffers::declare_runtime_function(module);
-    let callee = unsafe {
-        let name = CString::new(crate::host_buffers::HOST_ALLOC_NEXT).expect("no NUL");
-        mlirFlatSymbolRefAttrGet(context, mlirStringRefCreateFromCString(name.as_ptr()))
-    };
-    ir::insert_before(block, load, ir::create_op("func.call", &[], &[], &[("callee", callee)], location));
     let alloc = create_op("memref.alloc", location, &[], &[scalar_buffer], vec![]);
     set_segments(alloc, &[0, 0]);
     ir::insert_before(block, load, alloc);
+    crate::host_buffers::mark_host_allocation(module, alloc);
     let host = ir::results(alloc)[0];
     // The device load and a store into the host buffer, in a one-iteration loop (a kernel).
     let copy = create_op("memref.store", location, &[ir::results(load)[0], host], &[], vec![]);
@@ -100,14 +93,6 @@ fn read_back(module: Op, load: Op) {
     let dealloc = create_op("memref.dealloc", location, &[host], &[], vec![]);
     let after = ir::next_op(host_value).expect("a load is never a block's terminator");
     ir::insert_before(block, after, dealloc);
-}
-
-fn set_segments(op: Op, sizes: &[i32]) {
-    unsafe {
-        let attr = mlirDenseI32ArrayGet(mlirOperationGetContext(op), sizes.len() as isize, sizes.as_ptr());
-        let key = CString::new("operandSegmentSizes").expect("no NUL");
-        mlirOperationSetAttributeByName(op, mlirStringRefCreateFromCString(key.as_ptr()), attr);
-    }
 }
 
 /// Whether `linalg_op` (on buffers) will have a parallel loop: a generic with a parallel
@@ -177,9 +162,7 @@ fn parallel_loop(location: MlirLocation, lower: &[Val], upper: &[Val], steps: &[
         let operands: Vec<Val> = lower.iter().chain(upper).chain(steps).copied().collect();
         let op = create_op("scf.parallel", location, &operands, &[], vec![region]);
         let n = lower.len() as i32;
-        let segments = mlirDenseI32ArrayGet(context, 4, [n, n, n, 0].as_ptr());
-        let key = CString::new("operandSegmentSizes").expect("no NUL");
-        mlirOperationSetAttributeByName(op, mlirStringRefCreateFromCString(key.as_ptr()), segments);
+        set_segments(op, &[n, n, n, 0]);
         (block, op)
     }
 }

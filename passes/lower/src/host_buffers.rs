@@ -34,15 +34,8 @@ pub fn mark_host_buffers(module: Op) -> HostBufferStats {
     if allocs.is_empty() {
         return stats;
     }
-    declare_runtime_function(module);
     for &alloc in &allocs {
-        let callee = unsafe {
-            let ctx = mlirOperationGetContext(alloc);
-            let name = CString::new(HOST_ALLOC_NEXT).expect("no NUL");
-            mlirFlatSymbolRefAttrGet(ctx, mlirStringRefCreateFromCString(name.as_ptr()))
-        };
-        let call = ir::create_op("func.call", &[], &[], &[("callee", callee)], ir::location(alloc));
-        ir::insert_before(ir::op_block(alloc), alloc, call);
+        mark_host_allocation(module, alloc);
         stats.allocations += 1;
     }
     for op in ops {
@@ -58,6 +51,19 @@ pub fn mark_host_buffers(module: Op) -> HostBufferStats {
         }
     }
     stats
+}
+
+/// Puts `func.call @remat_host_alloc_next()` right before `alloc` (declaring the function in
+/// `module` if needed), so the runtime allocates and counts it as host memory.
+pub(crate) fn mark_host_allocation(module: Op, alloc: Op) {
+    declare_runtime_function(module);
+    let callee = unsafe {
+        let ctx = mlirOperationGetContext(alloc);
+        let name = CString::new(HOST_ALLOC_NEXT).expect("no NUL");
+        mlirFlatSymbolRefAttrGet(ctx, mlirStringRefCreateFromCString(name.as_ptr()))
+    };
+    let call = ir::create_op("func.call", &[], &[], &[("callee", callee)], ir::location(alloc));
+    ir::insert_before(ir::op_block(alloc), alloc, call);
 }
 
 /// Whether `t` is a memref in the host memory space.
@@ -84,7 +90,7 @@ fn retype(v: Val) -> bool {
 }
 
 /// `func.func private @remat_host_alloc_next()` at the top of `module`, unless it is there.
-pub(crate) fn declare_runtime_function(module: Op) {
+fn declare_runtime_function(module: Op) {
     let Some(body) = ir::regions(module).first().and_then(|r| ir::blocks(*r).first().copied()) else { return };
     if ir::block_ops(body).iter().any(|&op| ir::op_name(op) == "func.func" && ir::string_attribute(op, "sym_name").as_deref() == Some(HOST_ALLOC_NEXT)) {
         return;

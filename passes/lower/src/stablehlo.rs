@@ -100,6 +100,15 @@ pub(crate) fn create_op(name: &str, location: MlirLocation, operands: &[Val], re
     }
 }
 
+/// Sets `op`'s `operandSegmentSizes` (how its variadic operand groups split its operands).
+pub(crate) fn set_segments(op: Op, sizes: &[i32]) {
+    unsafe {
+        let attr = mlirDenseI32ArrayGet(mlirOperationGetContext(op), sizes.len() as isize, sizes.as_ptr());
+        let key = CString::new("operandSegmentSizes").expect("no NUL");
+        mlirOperationSetAttributeByName(op, mlirStringRefCreateFromCString(key.as_ptr()), attr);
+    }
+}
+
 /// Inserts `op` right before `reference` (in `reference`'s block).
 pub(crate) fn insert_before(reference: Op, op: Op) -> Op {
     ir::insert_before(ir::op_block(reference), reference, op);

@@ -27,7 +27,7 @@ pub use driver::{driver_present, take_first_error, NO_DRIVER};
 pub use exports::{ExportedSymbol, EXPORTED_SYMBOLS};
 pub use ledger::GpuCounts;
 
-use crate::call::{descriptor_words, row_major_strides, PackedEntry};
+use crate::call::{descriptor_words, row_major_strides, PackedCall, PackedEntry};
 use crate::tensor::{HostTensor, TensorSpec};
 use cudarc::driver::sys::{self, CUdevice_attribute};
 use driver::{check, report, ScopedContext};
@@ -133,22 +133,8 @@ impl Device {
         }
         let _context = ScopedContext::enter(self.ordinal)?;
         let copies = inputs.iter().map(InputCopy::of).collect::<Result<Vec<_>, _>>()?;
-        let mut words: Vec<Vec<u64>> = inputs
-            .iter()
-            .zip(&copies)
-            .map(|(tensor, copy)| {
-                let mut w = vec![copy.address, copy.address, 0];
-                w.extend(tensor.spec.shape.iter().map(|&d| d as u64));
-                w.extend(row_major_strides(&tensor.spec.shape));
-                w
-            })
-            .collect();
-        let result_words: usize = results.iter().map(|r| descriptor_words(r.shape.len())).sum();
-        let mut result_storage = vec![0u64; result_words.max(1)];
-        let mut args: Vec<*mut ()> = words.iter_mut().flat_map(|w| w.iter_mut().map(|x| x as *mut u64 as *mut ())).collect();
-        if !results.is_empty() {
-            args.push(result_storage.as_mut_ptr() as *mut ());
-        }
+        let mut call = PackedCall::new(inputs.iter().zip(&copies).map(|(tensor, copy)| (copy.address, tensor.spec.shape.clone())), results);
+        let mut args = call.arguments();
 
         allocator::reset()?;
         let start = Instant::now();
@@ -158,6 +144,8 @@ impl Device {
         let seconds = start.elapsed().as_secs_f64();
         let counts = allocator::counts();
         synchronized.map_err(|e| format!("the step failed on the device: {e}"))?;
+        // Read only after the call wrote it through `args`.
+        let result_storage = &call.result_storage;
 
         let mut outputs = Vec::with_capacity(results.len());
         let mut owned = BTreeSet::new();

@@ -21,7 +21,7 @@
 //! bufferization allocates exactly the scatter's result bytes, as the memory model says: never
 //! an in-place update of the operand that the model would not know about.
 
-use super::{create_op, error_at, OpError};
+use super::{create_op, error_at, set_segments, OpError};
 use mlir_sys::*;
 use remat_mlir::ir::{self, Op, Val};
 use std::collections::HashMap;
@@ -249,15 +249,6 @@ fn copy_region(b: &Builder, tensor: MlirType) -> MlirRegion {
         let first = mlirBlockGetArgument(block, 0);
         mlirBlockAppendOwnedOperation(block, create_op("linalg.yield", b.location, &[first], &[], vec![]));
         region
-    }
-}
-
-fn set_segments(op: Op, sizes: &[i32]) {
-    unsafe {
-        let ctx = mlirOperationGetContext(op);
-        let attr = mlirDenseI32ArrayGet(ctx, sizes.len() as isize, sizes.as_ptr());
-        let key = CString::new("operandSegmentSizes").expect("no NUL");
-        mlirOperationSetAttributeByName(op, mlirStringRefCreateFromCString(key.as_ptr()), attr);
     }
 }
 
