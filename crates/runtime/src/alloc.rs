@@ -204,24 +204,10 @@ pub unsafe extern "C" fn memref_copy(element_size: i64, source: *const UnrankedM
         let src_strides: Vec<i64> = (0..rank).map(|i| field(src.descriptor, 3 + rank + i)).collect();
         let dst_strides: Vec<i64> = (0..rank).map(|i| field(dst.descriptor, 3 + rank + i)).collect();
         let size = element_size as usize;
-        let mut index = vec![0i64; rank];
-        loop {
-            let s: i64 = src_offset + index.iter().zip(&src_strides).map(|(a, b)| a * b).sum::<i64>();
-            let d: i64 = dst_offset + index.iter().zip(&dst_strides).map(|(a, b)| a * b).sum::<i64>();
-            std::ptr::copy(src_base.add(s as usize * size), dst_base.add(d as usize * size), size);
-            let mut dim = rank;
-            loop {
-                if dim == 0 {
-                    return;
-                }
-                dim -= 1;
-                index[dim] += 1;
-                if index[dim] < sizes[dim] {
-                    break;
-                }
-                index[dim] = 0;
-            }
-        }
+        crate::layout::for_each_run(&sizes, &src_strides, &dst_strides, |s, d, elements| {
+            let (s, d) = ((src_offset + s) as usize * size, (dst_offset + d) as usize * size);
+            std::ptr::copy(src_base.add(s), dst_base.add(d), elements as usize * size);
+        });
     }
 }
 

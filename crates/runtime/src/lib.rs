@@ -18,6 +18,7 @@
 
 pub mod alloc;
 pub mod call;
+pub(crate) mod layout;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 pub mod npy;

@@ -13,7 +13,7 @@
 
 use super::allocator;
 use super::driver::{driver_present, record_error, report, set_default_device, ScopedContext, NO_DRIVER};
-use super::layout;
+use crate::layout;
 use cudarc::driver::sys::{self, CUevent, CUevent_flags, CUfunction, CUfunction_attribute, CUjit_option, CUmodule, CUstream, CUstream_flags};
 use std::ffi::{c_char, c_void, CStr};
 

@@ -20,7 +20,6 @@
 mod allocator;
 mod driver;
 pub mod exports;
-mod layout;
 mod ledger;
 
 pub use driver::{driver_present, take_first_error, NO_DRIVER};
@@ -28,6 +27,7 @@ pub use exports::{ExportedSymbol, EXPORTED_SYMBOLS};
 pub use ledger::GpuCounts;
 
 use crate::call::{descriptor_words, row_major_strides, PackedCall, PackedEntry};
+use crate::layout;
 use crate::tensor::{HostTensor, TensorSpec};
 use cudarc::driver::sys::{self, CUdevice_attribute};
 use driver::{check, report, ScopedContext};

@@ -1,6 +1,6 @@
-//! Strided memref layouts as runs of contiguous elements, so a copy between device and host (or
-//! device and device) is one `cuMemcpy` per run instead of one per element. Plain arithmetic,
-//! tested without a GPU.
+//! Strided memref layouts as runs of contiguous elements, so a copy is one `memcpy` (or, on the
+//! GPU, one `cuMemcpy`) per run instead of one per element: `memrefCopy` on the CPU and the
+//! GPU. Plain arithmetic, tested without a GPU.
 
 /// Whether a memref with these sizes and strides is dense and row-major (dimensions of size 1
 /// may have any stride).
@@ -18,6 +18,7 @@ pub(crate) fn is_row_major_contiguous(sizes: &[i64], strides: &[i64]) -> bool {
 /// The number of elements from a strided memref's first element to just past its last one
 /// (what a copy of its whole footprint moves); None for an empty memref, negative strides or
 /// overflow.
+#[cfg_attr(not(feature = "gpu"), allow(dead_code))] // used by the GPU runtime only
 pub(crate) fn footprint_elements(sizes: &[i64], strides: &[i64]) -> Option<i64> {
     if sizes.contains(&0) {
         return None;
