@@ -137,6 +137,13 @@ fn guarded(op: mlir_sys::MlirOperation, pass: &str, body: impl FnOnce() -> Resul
     }
 }
 
+/// Emits `e` at its op, where the user can find it; the empty error tells [`guarded`] that the
+/// diagnostic is out already.
+fn emit_at_op(e: stablehlo::OpError) -> MlirError {
+    emit_error(e.op, &MlirError { location: None, message: e.message });
+    MlirError { location: None, message: String::new() }
+}
+
 unsafe extern "C" fn place_deallocs_callback(op: mlir_sys::MlirOperation) -> bool {
     guarded(op, "remat-place-deallocs", || {
         let stats = place_deallocs::place_deallocs(op);
@@ -167,10 +174,7 @@ unsafe extern "C" fn gpu_check_host_callback(op: mlir_sys::MlirOperation) -> boo
             tracing::debug!(?stats, "remat-gpu-check-host");
             Ok(())
         }
-        Err(e) => {
-            emit_error(e.op, &MlirError { location: None, message: e.message });
-            Err(MlirError { location: None, message: String::new() })
-        }
+        Err(e) => Err(emit_at_op(e)),
     })
 }
 
@@ -180,11 +184,7 @@ unsafe extern "C" fn lower_stablehlo_callback(op: mlir_sys::MlirOperation) -> bo
             tracing::debug!(?stats, "remat-lower-stablehlo");
             Ok(())
         }
-        // Emitted at the op itself, where the user can find it.
-        Err(e) => {
-            emit_error(e.op, &MlirError { location: None, message: e.message });
-            Err(MlirError { location: None, message: String::new() })
-        }
+        Err(e) => Err(emit_at_op(e)),
     })
 }
 
