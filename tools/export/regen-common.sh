@@ -1,4 +1,5 @@
-# Shared by regen.sh (JAX) and regen_torch.sh (PyTorch); sourced, not run.
+# Shared by regen.sh (JAX), regen_torch.sh (PyTorch) and alternatives.sh;
+# sourced, not run.
 #
 #   regen NAME VENV REQUIREMENTS EXPORTER CHECKER [--no-check]
 #
@@ -17,18 +18,7 @@ regen() {
     esac
   done
 
-  if [[ ! -x "$venv/bin/python" ]] ||
-     ! "$venv/bin/python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then
-    rm -rf "$venv"
-    "$(find_python "$name")" -m venv "$venv"
-  fi
-
-  local stamp="$venv/.requirements.sha256" want
-  want="$(sha256sum "$req" | cut -d' ' -f1)"
-  if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"
-    echo "$want" > "$stamp"
-  fi
+  ensure_venv "$name" "$venv" "$req"
 
   "$venv/bin/python" "$exporter"
 
@@ -38,6 +28,27 @@ regen() {
     else
       echo "$name: /usr/lib/llvm-22 (mlir-opt, mlir-runner) not found; skipped the checks" >&2
     fi
+  fi
+}
+
+# ensure_venv NAME VENV REQUIREMENTS: create (once) a Python 3.12 venv at VENV
+# with the pinned REQUIREMENTS, re-installing only when the file changed.
+# Returns non-zero (and records nothing) when it cannot, e.g. without network.
+ensure_venv() {
+  local name=$1 venv=$2 req=$3 python
+  if [[ ! -x "$venv/bin/python" ]] ||
+     ! "$venv/bin/python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then
+    rm -rf "$venv"
+    python="$(find_python "$name")" || return 1
+    "$python" -m venv "$venv" || return 1
+  fi
+
+  local stamp="$venv/.requirements.sha256" want
+  want="$(sha256sum < "$req")" || return 1
+  want="${want%% *}"
+  if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req" || return 1
+    echo "$want" > "$stamp"
   fi
 }
 

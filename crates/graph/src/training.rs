@@ -208,6 +208,117 @@ impl ConvNet {
     }
 }
 
+/// A generated transformer-like training step (pre-norm decoder layers): per layer
+/// `h += proj(softmax(q·kᵀ)·v)` over `q, k, v = linear(norm(h))`, then
+/// `h += linear(gelu(linear(norm(h))))` with a 4× wide hidden activation; an embedding, a
+/// head, the loss, the backward pass and an update per weight. Attention scores are as large
+/// as an activation (sequence length ≈ model width). Weighted ops cost like the conv nets'.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transformer {
+    /// Number of layers.
+    pub layers: usize,
+    /// Bytes of one activation (a sequence of hidden vectors).
+    pub activation_bytes: u64,
+}
+
+impl Transformer {
+    /// A step of `layers` layers with 256 KiB activations.
+    pub fn new(layers: usize) -> Self {
+        Transformer { layers, activation_bytes: 256 << 10 }
+    }
+
+    /// The step's graph.
+    pub fn generate(&self) -> Graph {
+        let mut net = Autodiff::default();
+        let a = self.activation_bytes;
+        let x = net.g.add(NodeSpec::argument("x", a), &[]);
+        let mut h = net.conv("embed", x, a);
+        for l in 0..self.layers {
+            let n = net.unary(&format!("ln{l}a"), Op::Norm, h, a);
+            let q = net.conv(&format!("q{l}"), n, a);
+            let k = net.conv(&format!("k{l}"), n, a);
+            let v = net.conv(&format!("v{l}"), n, a);
+            let scores = net.matmul(&format!("scores{l}"), q, k, a);
+            let p = net.unary(&format!("softmax{l}"), Op::Softmax, scores, a);
+            let context = net.matmul(&format!("context{l}"), p, v, a);
+            let o = net.conv(&format!("proj{l}"), context, a);
+            let h1 = net.add(&format!("res{l}a"), h, o, a);
+            let n2 = net.unary(&format!("ln{l}b"), Op::Norm, h1, a);
+            let f1 = net.conv(&format!("ffn{l}a"), n2, 4 * a);
+            let g = net.unary(&format!("gelu{l}"), Op::Norm, f1, 4 * a);
+            let f2 = net.conv(&format!("ffn{l}b"), g, a);
+            h = net.add(&format!("res{l}b"), h1, f2, a);
+        }
+        let logits = net.conv("head", h, a);
+        net.finish(logits)
+    }
+}
+
+/// A random layered training step: `layers` layers of `width` values; value `j` of a layer
+/// reads value `j` of the layer before and, half the time, a random value of one of the two
+/// layers before (then it is an `add` or a `matmul`; otherwise a weighted op, a relu or a
+/// norm). Activations are ½, 1 or 2 × `activation_bytes`. The last layer is summed into the
+/// logits. Deterministic in `seed` (SplitMix64).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RandomLayered {
+    /// Number of layers.
+    pub layers: usize,
+    /// Values per layer.
+    pub width: usize,
+    /// The middle activation size.
+    pub activation_bytes: u64,
+    /// The generator's seed.
+    pub seed: u64,
+}
+
+impl RandomLayered {
+    /// `layers` layers of 8 values of about 64 KiB, seed 0.
+    pub fn new(layers: usize) -> Self {
+        RandomLayered { layers, width: 8, activation_bytes: 64 << 10, seed: 0 }
+    }
+
+    /// The step's graph.
+    pub fn generate(&self) -> Graph {
+        let mut rng = crate::random::SplitMix64::new(self.seed);
+        let mut net = Autodiff::default();
+        let x = net.g.add(NodeSpec::argument("x", self.activation_bytes), &[]);
+        let first: Vec<NodeId> = (0..self.width).map(|j| net.conv(&format!("in{j}"), x, self.activation_bytes)).collect();
+        let mut layers = vec![first];
+        for l in 1..self.layers {
+            let mut layer = Vec::with_capacity(self.width);
+            for j in 0..self.width {
+                let name = format!("l{l}_{j}");
+                let bytes = self.activation_bytes * (1 + rng.below(4)) / 2;
+                let prev = layers[l - 1][j];
+                let value = if rng.chance(50) {
+                    let from = &layers[l - 1 - (rng.below(2) as usize).min(l - 1)];
+                    let other = from[rng.below(from.len() as u64) as usize];
+                    if rng.chance(60) {
+                        net.add(&name, prev, other, bytes)
+                    } else {
+                        net.matmul(&name, prev, other, bytes)
+                    }
+                } else {
+                    match rng.below(4) {
+                        0 | 1 => net.conv(&name, prev, bytes),
+                        2 => net.unary(&name, Op::Relu, prev, bytes),
+                        _ => net.unary(&name, Op::Norm, prev, bytes),
+                    }
+                };
+                layer.push(value);
+            }
+            layers.push(layer);
+        }
+        let last = layers.last().expect("at least the first layer");
+        let mut sum = last[0];
+        for (j, &v) in last.iter().enumerate().skip(1) {
+            sum = net.add(&format!("sum{j}"), sum, v, self.activation_bytes);
+        }
+        let logits = net.conv("head", sum, self.activation_bytes);
+        net.finish(logits)
+    }
+}
+
 /// Forward ops of the generated networks, by what their gradient reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Op {
@@ -222,6 +333,10 @@ enum Op {
     Add,
     /// `dx_i = dy[slice i]`: views of the gradient.
     Concat,
+    /// Softmax reads its output: `dx = y ⊙ (dy − Σ dy ⊙ y)`.
+    Softmax,
+    /// A product of two activations (attention): each input's gradient reads the other.
+    MatMul,
 }
 
 /// A forward pass recorded for reverse-mode differentiation.
@@ -248,6 +363,9 @@ impl Autodiff {
     }
     fn unary(&mut self, name: &str, op: Op, x: NodeId, bytes: u64) -> NodeId {
         self.record(name, op, &[x], bytes, bytes as f64)
+    }
+    fn matmul(&mut self, name: &str, a: NodeId, b: NodeId, bytes: u64) -> NodeId {
+        self.record(name, Op::MatMul, &[a, b], bytes, 2.0 * bytes as f64)
     }
     fn add(&mut self, name: &str, a: NodeId, b: NodeId, bytes: u64) -> NodeId {
         self.record(name, Op::Add, &[a, b], bytes, bytes as f64)
@@ -296,7 +414,11 @@ impl Autodiff {
                     self.g.add(NodeSpec::op(format!("{name}.w_new"), wb, 9.0 * *bytes as f64).backward(true).output(), &[weight, dy, inputs[0]]);
                     contribute(&mut self.g, inputs[0], &[dy, weight], false);
                 }
-                Op::Relu => contribute(&mut self.g, inputs[0], &[dy, *out], false),
+                Op::Relu | Op::Softmax => contribute(&mut self.g, inputs[0], &[dy, *out], false),
+                Op::MatMul => {
+                    contribute(&mut self.g, inputs[0], &[dy, inputs[1]], false);
+                    contribute(&mut self.g, inputs[1], &[dy, inputs[0]], false);
+                }
                 Op::Norm | Op::Pool => contribute(&mut self.g, inputs[0], &[dy, inputs[0]], false),
                 Op::Add => {
                     for &x in inputs {
@@ -336,6 +458,24 @@ mod tests {
         let residual = FeedForward::residual(8).generate();
         assert_eq!(residual.op_count(), plain.op_count() + 7 * 2);
         assert_eq!(residual.outputs().count(), 9);
+    }
+
+    #[test]
+    fn transformers_and_random_layered_steps_are_training_steps() {
+        let t = Transformer::new(3).generate();
+        let r = RandomLayered::new(12).generate();
+        for g in [&t, &r] {
+            let forward = g.nodes().iter().filter(|n| !n.argument && !n.backward).count();
+            let backward = g.nodes().iter().filter(|n| n.backward).count();
+            assert!(backward >= forward, "every forward op but the loss has a gradient or an update");
+            simulate(g, &g.topological_schedule()).unwrap();
+        }
+        // Six weighted ops per layer plus the embedding and the head, each updated.
+        assert_eq!(t.outputs().count(), 3 * 6 + 2 + 1);
+        assert_eq!(Transformer::new(6).generate().op_count() - Transformer::new(5).generate().op_count(), t.op_count() - Transformer::new(2).generate().op_count());
+        let debug = |g: &Graph| format!("{g:?}");
+        assert_eq!(debug(&RandomLayered::new(12).generate()), debug(&r), "seeded");
+        assert_ne!(debug(&RandomLayered { seed: 1, ..RandomLayered::new(12) }.generate()), debug(&r));
     }
 
     #[test]

@@ -53,7 +53,31 @@ const BOTTOM: f64 = 60.0;
 
 /// Renders `series` as lines with a marker at every point.
 pub fn line_chart(axes: &Axes<'_>, series: &[Series]) -> String {
-    let frame = Frame::new(axes, series, 0.0);
+    annotated_line_chart(axes, series, &[], &[])
+}
+
+/// A horizontal line across the plot (a budget, a time limit), dashed, named at its right end.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Guide {
+    /// The label.
+    pub name: String,
+    /// Where it crosses the y axis.
+    pub y: f64,
+}
+
+/// Where a series stopped short (a planner out of time): a cross in the series' colour.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stop {
+    /// Index of the series in the chart.
+    pub series: usize,
+    /// Where to draw the cross.
+    pub point: (f64, f64),
+}
+
+/// [`line_chart`] with guides and stops.
+pub fn annotated_line_chart(axes: &Axes<'_>, series: &[Series], guides: &[Guide], stops: &[Stop]) -> String {
+    let extra: Vec<(f64, f64)> = stops.iter().map(|s| s.point).chain(guides.iter().map(|g| (f64::NAN, g.y))).collect();
+    let frame = Frame::new(axes, series, 0.0, &extra);
     let mut svg = frame.open();
     for (i, s) in series.iter().enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
@@ -65,6 +89,54 @@ pub fn line_chart(axes: &Axes<'_>, series: &[Series]) -> String {
         }
         svg += &legend_entry(i, colour, &s.name, false);
     }
+    for stop in stops {
+        if frame.visible(&[stop.point]).is_empty() {
+            continue;
+        }
+        let colour = COLOURS[stop.series % COLOURS.len()];
+        let (cx, cy) = (frame.px(stop.point.0), frame.py(stop.point.1));
+        svg += &format!(
+            "<path d=\"M{:.1},{:.1}L{:.1},{:.1}M{:.1},{:.1}L{:.1},{:.1}\" stroke=\"{colour}\" stroke-width=\"2.5\"/>\n",
+            cx - 5.0,
+            cy - 5.0,
+            cx + 5.0,
+            cy + 5.0,
+            cx - 5.0,
+            cy + 5.0,
+            cx + 5.0,
+            cy - 5.0
+        );
+    }
+    svg += &frame.guides(guides);
+    svg += "</svg>\n";
+    svg
+}
+
+/// Renders each series as a step function — `(x, y)` holds `y` from `x` to the next point's
+/// `x` — without markers: memory over the steps of a schedule. Runs of equal `y` are drawn as
+/// one segment, so long schedules stay small.
+pub fn timeline_chart(axes: &Axes<'_>, series: &[Series], guides: &[Guide]) -> String {
+    let extra: Vec<(f64, f64)> = guides.iter().map(|g| (f64::NAN, g.y)).collect();
+    let frame = Frame::new(axes, series, 0.0, &extra);
+    let mut svg = frame.open();
+    for (i, s) in series.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        let points = frame.visible(&s.points);
+        let mut path: Vec<String> = Vec::with_capacity(2 * points.len());
+        for (k, &(x, y)) in points.iter().enumerate() {
+            if k == 0 {
+                path.push(frame.xy((x, y)));
+            } else if points[k - 1].1 != y {
+                path.push(frame.xy((x, points[k - 1].1)));
+                path.push(frame.xy((x, y)));
+            } else if k + 1 == points.len() {
+                path.push(frame.xy((x, y)));
+            }
+        }
+        svg += &format!("<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"1.5\" points=\"{}\"/>\n", path.join(" "));
+        svg += &legend_entry(i, colour, &s.name, false);
+    }
+    svg += &frame.guides(guides);
     svg += "</svg>\n";
     svg
 }
@@ -78,7 +150,7 @@ pub fn line_chart(axes: &Axes<'_>, series: &[Series]) -> String {
 /// first series is drawn widest and with the largest markers, each later one narrower on top,
 /// and a shared point shows as concentric rings, a shared step as stripes.
 pub fn pareto_chart(axes: &Axes<'_>, series: &[Series]) -> String {
-    let frame = Frame::new(axes, series, 0.0);
+    let frame = Frame::new(axes, series, 0.0, &[]);
     let mut svg = frame.open();
     // Layers from the top: the last series with points is layer 0.
     let mut layer = series.iter().filter(|s| !frame.visible(&s.points).is_empty()).count();
@@ -187,15 +259,27 @@ fn nice_step(raw: f64) -> f64 {
 }
 
 impl<'a> Frame<'a> {
-    /// Bounds that hold every visible point of `series`, widened by `pad` of their span on
-    /// each side; a linear y axis always includes 0.
-    fn new(axes: &'a Axes<'a>, series: &[Series], pad: f64) -> Self {
+    /// Bounds that hold every visible point of `series` and the y of every `extra` point
+    /// (its x too, where finite), widened by `pad` of their span on each side; a linear y axis
+    /// always includes 0.
+    fn new(axes: &'a Axes<'a>, series: &[Series], pad: f64, extra: &[(f64, f64)]) -> Self {
         let (mut x, mut y) = ((f64::INFINITY, f64::NEG_INFINITY), (f64::INFINITY, f64::NEG_INFINITY));
         for s in series {
             for (px, py) in visible(axes, &s.points) {
                 let (px, py) = (map(px, axes.log_x), map(py, axes.log_y));
                 x = (x.0.min(px), x.1.max(px));
                 y = (y.0.min(py), y.1.max(py));
+            }
+        }
+        if x.0.is_finite() {
+            let (lx, ly) = (Axes { log_x: false, ..*axes }, Axes { log_y: false, ..*axes });
+            for &(px, py) in extra {
+                if !visible(&ly, &[(px, 0.0)]).is_empty() {
+                    x = (x.0.min(map(px, axes.log_x)), x.1.max(map(px, axes.log_x)));
+                }
+                if !visible(&lx, &[(0.0, py)]).is_empty() {
+                    y = (y.0.min(map(py, axes.log_y)), y.1.max(map(py, axes.log_y)));
+                }
             }
         }
         if !x.0.is_finite() {
@@ -227,6 +311,24 @@ impl<'a> Frame<'a> {
 
     fn xy(&self, (x, y): (f64, f64)) -> String {
         format!("{:.1},{:.1}", self.px(x), self.py(y))
+    }
+
+    /// Dashed horizontal lines, each named at its right end.
+    fn guides(&self, guides: &[Guide]) -> String {
+        let mut svg = String::new();
+        for g in guides {
+            if visible(&Axes { log_x: false, ..*self.axes }, &[(0.0, g.y)]).is_empty() {
+                continue;
+            }
+            let (x0, x1, gy) = (LEFT, WIDTH - RIGHT, self.py(g.y));
+            svg += &format!(
+                "<line x1=\"{x0}\" y1=\"{gy:.1}\" x2=\"{x1}\" y2=\"{gy:.1}\" stroke=\"#555\" stroke-dasharray=\"6,4\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" fill=\"#555\">{}</text>\n",
+                x1 - 4.0,
+                gy - 4.0,
+                escape(&g.name)
+            );
+        }
+        svg
     }
 
     /// The document's opening: background, title, frame, grid with tick labels, axis labels.
@@ -353,11 +455,33 @@ mod tests {
     }
 
     #[test]
+    fn timelines_draw_runs_as_one_segment_and_guides_widen_the_axis() {
+        let flat = Series { name: "before".into(), points: (0..100).map(|i| (i as f64, if i < 50 { 10.0 } else { 20.0 })).collect() };
+        let svg = timeline_chart(&AXES, &[flat], &[Guide { name: "budget".into(), y: 40.0 }]);
+        let polyline = svg.lines().find(|l| l.starts_with("<polyline")).unwrap();
+        // Only where y changes: the start, the rise at 50 (two corners), and the end.
+        assert_eq!(polyline.matches(',').count(), 4, "{polyline}");
+        assert!(svg.contains("stroke-dasharray") && svg.contains(">budget<"));
+        // The guide at 40 is inside the y range: the top tick is at least 40.
+        assert!(svg.contains(">40<"), "{svg}");
+    }
+
+    #[test]
+    fn stops_are_crosses_in_their_series_colour() {
+        let series = [Series { name: "a".into(), points: vec![(1.0, 1.0), (2.0, 2.0)] }, Series { name: "b".into(), points: vec![(1.0, 3.0)] }];
+        let svg = annotated_line_chart(&AXES, &series, &[Guide { name: "limit".into(), y: 5.0 }], &[Stop { series: 1, point: (2.0, 5.0) }]);
+        assert_eq!(svg.matches("<path").count(), 1);
+        assert!(svg.contains(&format!("stroke=\"{}\" stroke-width=\"2.5\"", COLOURS[1])));
+    }
+
+    #[test]
     fn charts_survive_empty_and_degenerate_input() {
         for series in [vec![], vec![Series { name: "s".into(), points: vec![(f64::INFINITY, 1.0), (0.0, -1.0)] }]] {
             for log in [false, true] {
                 let axes = Axes { log_x: log, log_y: log, ..AXES };
-                for svg in [line_chart(&axes, &series), pareto_chart(&axes, &series)] {
+                let guides = [Guide { name: "g".into(), y: f64::NAN }, Guide { name: "h".into(), y: -1.0 }];
+                let stops = [Stop { series: 0, point: (f64::NAN, 1.0) }];
+                for svg in [line_chart(&axes, &series), pareto_chart(&axes, &series), timeline_chart(&axes, &series, &guides), annotated_line_chart(&axes, &series, &guides, &stops)] {
                     assert!(svg.ends_with("</svg>\n") && !svg.contains("NaN") && !svg.contains("inf"), "{svg}");
                 }
             }

@@ -53,6 +53,9 @@ pub struct Report {
     pub host_peak_bytes: u64,
     /// Bytes copied to the host in all.
     pub offloaded_bytes: u64,
+    /// Device bytes resident at each step of the input order and of the plan (arguments
+    /// excluded), for `--plot`.
+    pub timeline: (Vec<u64>, Vec<u64>),
 }
 
 impl Report {
@@ -79,7 +82,26 @@ impl Report {
             transfers: plan.details.transfers.iter().map(|t| (plan.schedule[t.instance], graph.node(plan.schedule[t.instance]).bytes, *t)).collect(),
             host_peak_bytes: plan.simulation.host_peak_bytes,
             offloaded_bytes: plan.simulation.offloaded_bytes,
+            timeline: (plan.baseline.step_bytes.clone(), plan.simulation.step_bytes.clone()),
         }
+    }
+
+    /// The memory timeline as an SVG chart (`remat-opt --plot`): bytes resident at each step
+    /// of the input order and of the plan, with the budget and the lower bound as guides.
+    pub fn timeline_svg(&self) -> String {
+        use remat_plot::{timeline_chart, Axes, Guide, Series};
+        let line = |name: String, steps: &[u64]| Series { name, points: steps.iter().enumerate().map(|(i, &b)| (i as f64, b as f64)).collect() };
+        let series = [
+            line(format!("before: {}", Bytes(self.baseline_peak_bytes)), &self.timeline.0),
+            line(format!("after: {}", Bytes(self.plan_peak_bytes)), &self.timeline.1),
+        ];
+        let mut guides = vec![Guide { name: format!("lower bound {}", Bytes(self.lower_bound_bytes)), y: self.lower_bound_bytes as f64 }];
+        if let Some(budget) = self.budget_bytes {
+            guides.push(Guide { name: format!("budget {}", Bytes(budget)), y: budget as f64 });
+        }
+        let title = format!("@{}: memory before and after {} ({:+.1}% compute)", self.function, self.strategy, 100.0 * self.recompute_overhead());
+        let axes = Axes { title: &title, x_label: "schedule step", y_label: "bytes resident (arguments excluded)", log_x: false, log_y: false };
+        timeline_chart(&axes, &series, &guides)
     }
 
     /// Whether polishing changed the strategy's schedule.

@@ -14,11 +14,20 @@
 //! * `export-graph vgg|resnet`: a generated CNN step as Checkmate/Moccasin node-link JSON.
 //! * `ilp GRAPH…`: the ILP's cost, status, proven gap and time beside every heuristic's cost
 //!   at a list of budgets.
+//! * `sweep INPUT…`: every strategy at a list of budgets over MLIR steps and graph JSON, with
+//!   the measured CPU peak of the rewritten MLIR steps; JSON, CSV and Pareto charts.
+//! * `planner-time`: planning seconds vs size (1k–100k nodes) on generated families.
+//! * `report`: docs/benchmarks.md from what `sweep` and `planner-time` wrote.
 
 mod chain;
+mod child;
 mod dtr;
+mod families;
 mod ilp;
+mod planner_time;
 mod reforward;
+mod report;
+mod sweep;
 
 use clap::{Parser, Subcommand};
 use remat_graph::training::FeedForward;
@@ -136,6 +145,85 @@ enum Command {
         #[arg(long, default_value_t = 60.0)]
         time_limit: f64,
     },
+    /// Every strategy at every budget over MLIR steps and graph JSON files, each plan under a
+    /// time limit; MLIR steps are also rewritten by remat-opt and run by remat-run.
+    Sweep {
+        /// MLIR steps (`.mlir`) and graph JSON files.
+        inputs: Vec<PathBuf>,
+        /// Budgets, as percentages of the input order's peak.
+        #[arg(long, value_delimiter = ',', default_value = "100,80,60,50,40,30")]
+        budgets: Vec<f64>,
+        #[arg(long, value_delimiter = ',', default_value = "none,greedy,treewidth,pathwidth,acg,dtr,chain,ilp")]
+        strategies: Vec<String>,
+        /// Seconds each plan may take (the ILP's solver limit too).
+        #[arg(long, default_value_t = 60.0)]
+        time_limit: f64,
+        /// The remat-opt binary (exports MLIR steps' graphs and rewrites them).
+        #[arg(long, default_value = "target/release/remat-opt")]
+        remat_opt: PathBuf,
+        /// The remat-run binary; without it nothing is measured.
+        #[arg(long)]
+        remat_run: Option<PathBuf>,
+        /// Measure every plan within its budget (default: the cheapest at each budget).
+        #[arg(long)]
+        measure_all: bool,
+        /// Directory for sweep.json, sweep.csv and the charts.
+        #[arg(long, default_value = "docs/benchmarks")]
+        out: PathBuf,
+    },
+    /// Planning seconds vs graph size on generated FFN, ResNet-like, transformer-like and
+    /// random layered steps.
+    PlannerTime {
+        #[arg(long, value_delimiter = ',', default_value = "ffn,resnet,transformer,random-layered")]
+        families: Vec<String>,
+        /// Target node counts.
+        #[arg(long, value_delimiter = ',', default_value = "1000,2000,5000,10000,20000,50000,100000")]
+        sizes: Vec<usize>,
+        #[arg(long, value_delimiter = ',', default_value = "greedy,treewidth,pathwidth,acg,dtr,chain,ilp")]
+        strategies: Vec<String>,
+        /// The budget, in percent of the input order's peak.
+        #[arg(long, default_value_t = 50.0)]
+        percent: f64,
+        /// Seconds each plan may take.
+        #[arg(long, default_value_t = 60.0)]
+        time_limit: f64,
+        #[arg(long, default_value = "docs/benchmarks")]
+        out: PathBuf,
+    },
+    /// Writes docs/benchmarks.md from the files `sweep` and `planner-time` wrote (and the
+    /// alternatives' and papers' figures beside them).
+    Report {
+        /// Where sweep.json, planner-time.json, alternatives.json and published.json are.
+        #[arg(long, default_value = "docs/benchmarks")]
+        dir: PathBuf,
+        #[arg(short = 'o', default_value = "docs/benchmarks.md")]
+        output: PathBuf,
+        /// The commit the figures come from.
+        #[arg(long)]
+        commit: String,
+        /// The machine they were measured on.
+        #[arg(long)]
+        machine: String,
+        /// How long the whole regeneration took.
+        #[arg(long)]
+        minutes: Option<f64>,
+    },
+    /// One plan, printed as JSON (the child process of `sweep` and `planner-time`).
+    #[command(hide = true)]
+    Plan {
+        #[arg(long, conflicts_with = "family")]
+        graph: Option<PathBuf>,
+        #[arg(long, requires = "nodes")]
+        family: Option<String>,
+        #[arg(long)]
+        nodes: Option<usize>,
+        #[arg(long)]
+        strategy: String,
+        #[arg(long)]
+        percent: f64,
+        #[arg(long, default_value_t = 60.0)]
+        time_limit: f64,
+    },
     Compare {
         graphs: Vec<PathBuf>,
         #[arg(long, value_delimiter = ',', default_value = "greedy,treewidth,pathwidth")]
@@ -154,6 +242,21 @@ fn main() {
         Command::Tradeoff { graph, svg } => tradeoff(&graph, svg),
         Command::Decompose { graphs } => decompose(&graphs),
         Command::Compare { graphs, strategies, budget } => compare(&graphs, &strategies, budget),
+        Command::Sweep { inputs, budgets, strategies, time_limit, remat_opt, remat_run, measure_all, out } => {
+            sweep::run(&inputs, &budgets, &strategies, time_limit, &sweep::Runner { remat_opt, remat_run, measure_all }, &out)
+        }
+        Command::PlannerTime { families, sizes, strategies, percent, time_limit, out } => {
+            families.iter().map(|f| families::Family::from_name(f)).collect::<Result<Vec<_>, _>>().and_then(|families| planner_time::run(&families, &sizes, &strategies, percent, time_limit, &out))
+        }
+        Command::Report { dir, output, commit, machine, minutes } => report::write(&dir, &output, &commit, &machine, minutes),
+        Command::Plan { graph, family, nodes, strategy, percent, time_limit } => {
+            let source = match (graph, family, nodes) {
+                (Some(path), None, _) => Ok(child::GraphSource::File(path)),
+                (None, Some(family), Some(nodes)) => families::Family::from_name(&family).map(|f| child::GraphSource::Family(f, nodes)),
+                _ => Err("plan needs --graph FILE or --family NAME --nodes N".to_string()),
+            };
+            source.and_then(|source| child::plan_and_print(&source, &strategy, percent, time_limit))
+        }
         Command::Reforward { graphs } => reforward::table(&graphs),
         Command::ReforwardTime { sizes, svg } => reforward::timing(&sizes, svg),
         Command::ExportGraph { architecture, stages, output } => ilp::export(&architecture, &stages, &output),

@@ -53,6 +53,9 @@ struct Cli {
     /// Write the report as JSON to FILE.
     #[arg(long = "report-json", value_name = "FILE")]
     report_json: Option<PathBuf>,
+    /// Draw the memory timeline of the input order and of the plan (SVG) to FILE.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
     /// What to write.
     #[arg(long, value_enum, default_value = "mlir")]
     emit: Emit,
@@ -334,6 +337,11 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         text.push('\n');
         write_atomically(path, text.as_bytes()).map_err(|e| error(&path.display().to_string(), e))?;
     }
+    if let Some(path) = &cli.plot {
+        // Like the sweep files, the chart shows the first planned function.
+        let report = reports.first().ok_or_else(|| error(&source_name, "--plot: no function was planned"))?;
+        write_atomically(path, report.timeline_svg().as_bytes()).map_err(|e| error(&path.display().to_string(), e))?;
+    }
     let output = outputs.join("// -----\n".as_bytes());
     match &cli.output {
         Some(path) => write_atomically(path, &output).map_err(|e| error(&path.display().to_string(), e)),
@@ -397,6 +405,7 @@ fn sweep_request(cli: &Cli) -> Result<Option<SweepRequest>, String> {
         ("--pass-pipeline", cli.pass_pipeline.is_some()),
         ("--report", cli.report),
         ("--report-json", cli.report_json.is_some()),
+        ("--plot", cli.plot.is_some()),
     ];
     if let Some((flag, _)) = conflicts.iter().find(|(_, given)| *given) {
         return Err(format!("--sweep plans at its own budgets and prints a table; it cannot be combined with {flag}"));

@@ -1,0 +1,263 @@
+//! `remat-bench sweep`: every strategy over MLIR examples and graph JSON files at a list of
+//! budgets, each plan under a time limit; for MLIR steps that run on the CPU, the peak that
+//! `remat-run` measures for the step remat-opt rewrote with the same strategy and budget.
+//! Writes `sweep.json`, `sweep.csv` and one Pareto chart per model (`pareto-MODEL.svg`).
+
+use crate::child::{run_plan, run_with_limit, GraphSource, PlanOutcome};
+use remat_plot as svg;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One strategy at one budget on one model.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SweepRow {
+    /// The input's file name without its extension (`transformer.linalg`), or the generated
+    /// network's name.
+    pub model: String,
+    pub strategy: String,
+    /// The budget, in percent of the input order's peak.
+    pub percent: f64,
+    #[serde(flatten)]
+    pub plan: PlanOutcome,
+    /// What remat-opt's report planned for the step it rewrote (MLIR inputs).
+    pub planned_by_remat_opt: Option<u64>,
+    /// The peak remat-run measured running that step on the CPU.
+    pub measured_peak: Option<u64>,
+    /// Why there is no measurement.
+    pub measure_note: Option<String>,
+}
+
+/// Everything a sweep recorded (`sweep.json`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SweepDoc {
+    pub budgets: Vec<f64>,
+    pub strategies: Vec<String>,
+    /// Seconds each plan was allowed.
+    pub time_limit: f64,
+    pub rows: Vec<SweepRow>,
+}
+
+/// The tools that turn an MLIR step into a measured run.
+pub struct Runner {
+    pub remat_opt: PathBuf,
+    pub remat_run: Option<PathBuf>,
+    /// Measure every plan within its budget, not only the cheapest at each budget.
+    pub measure_all: bool,
+}
+
+/// The plan within its budget with the least overhead (the first of equals): the one a user
+/// would take at that budget.
+fn cheapest_fit(rows: &[SweepRow]) -> Option<usize> {
+    let mut best: Option<(usize, f64)> = None;
+    for (i, row) in rows.iter().enumerate() {
+        if let (true, Some(o)) = (row.plan.fits, row.plan.overhead()) {
+            if best.is_none_or(|(_, b)| o < b) {
+                best = Some((i, o));
+            }
+        }
+    }
+    best.map(|(i, _)| i)
+}
+
+pub fn run(inputs: &[PathBuf], budgets: &[f64], strategies: &[String], time_limit: f64, runner: &Runner, out: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let scratch = std::env::temp_dir().join(format!("remat-bench-sweep-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    let mut doc = SweepDoc { budgets: budgets.to_vec(), strategies: strategies.to_vec(), time_limit, rows: Vec::new() };
+    for input in inputs {
+        let model = model_name(input);
+        let is_mlir = input.extension().is_some_and(|e| e == "mlir");
+        // Anything else is graph JSON or a generated network's name, which the child loads.
+        let graph = if is_mlir {
+            let json = scratch.join(format!("{model}.json"));
+            let mut export = Command::new(&runner.remat_opt);
+            export.arg(input).arg("--remat=none").arg("--emit=graph-json").arg("-o").arg(&json);
+            run_with_limit(&mut export, 600.0)?.ok_or_else(|| format!("{}: exporting the graph timed out", input.display()))?;
+            json
+        } else {
+            input.clone()
+        };
+        let mut measurer = if is_mlir { runner.remat_run.as_ref().map(|run| Measurer::new(&runner.remat_opt, run, input, &scratch, time_limit)) } else { None };
+        let mut out_of_time: Vec<&str> = Vec::new();
+        for &percent in budgets {
+            let first = doc.rows.len();
+            for s in strategies {
+                // A strategy out of time at one budget is not run at the next (smaller, and
+                // usually harder) ones.
+                let plan = if out_of_time.contains(&s.as_str()) {
+                    PlanOutcome { note: Some("not run: out of time at a larger budget".into()), ..Default::default() }
+                } else {
+                    run_plan(&GraphSource::File(graph.clone()), s, percent, time_limit)
+                };
+                if plan.timed_out() {
+                    out_of_time.push(s);
+                }
+                doc.rows.push(SweepRow { model: model.clone(), strategy: s.clone(), percent, plan, planned_by_remat_opt: None, measured_peak: None, measure_note: None });
+            }
+            let rows = &mut doc.rows[first..];
+            if let Some(m) = &mut measurer {
+                let chosen = if runner.measure_all { None } else { cheapest_fit(rows) };
+                for (i, row) in rows.iter_mut().enumerate() {
+                    if !row.plan.fits {
+                        row.measure_note = Some("no plan within the budget".into());
+                    } else if runner.measure_all || chosen == Some(i) {
+                        m.measure(row);
+                    } else {
+                        row.measure_note = Some("not the cheapest plan within the budget".into());
+                    }
+                }
+            }
+            for row in rows.iter() {
+                eprintln!("sweep: {model} {} {percent}%: {}", row.strategy, describe(row));
+            }
+        }
+        write(&out.join(format!("pareto-{model}.svg")), &pareto_svg(&doc, &model))?;
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    let mut json = serde_json::to_string_pretty(&doc).expect("plain data serializes");
+    json.push('\n');
+    write(&out.join("sweep.json"), &json)?;
+    write(&out.join("sweep.csv"), &to_csv(&doc))
+}
+
+fn model_name(path: &Path) -> String {
+    path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| path.display().to_string())
+}
+
+fn describe(row: &SweepRow) -> String {
+    let plan = match (row.plan.peak, row.plan.overhead()) {
+        (Some(peak), Some(o)) => format!("peak {peak} ({}), {:+.1}%, {:.2}s", if row.plan.fits { "fits" } else { "over" }, 100.0 * o, row.plan.seconds),
+        _ => row.plan.note.clone().unwrap_or_default(),
+    };
+    match (row.measured_peak, &row.measure_note) {
+        (Some(m), _) => format!("{plan}; measured {m}"),
+        (None, Some(n)) => format!("{plan}; not measured: {n}"),
+        _ => plan,
+    }
+}
+
+pub(crate) fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Plans one MLIR step with remat-opt and runs the rewritten step with remat-run; runs whose
+/// rewritten modules are identical are measured once.
+struct Measurer<'a> {
+    remat_opt: &'a Path,
+    remat_run: &'a Path,
+    input: &'a Path,
+    scratch: &'a Path,
+    time_limit: f64,
+    /// Measured peaks by rewritten module text.
+    measured: HashMap<String, u64>,
+    /// Whether the input itself runs (checked at the first measurement): `Err(why)` when
+    /// it does not, and then nothing is measured.
+    runs: Option<Result<(), String>>,
+}
+
+impl<'a> Measurer<'a> {
+    fn new(remat_opt: &'a Path, remat_run: &'a Path, input: &'a Path, scratch: &'a Path, time_limit: f64) -> Self {
+        Measurer { remat_opt, remat_run, input, scratch, time_limit, measured: HashMap::new(), runs: None }
+    }
+
+    fn measure(&mut self, row: &mut SweepRow) {
+        let runs = self.runs.get_or_insert_with(|| run_step(self.remat_run, self.input).map(|_| ()).map_err(|e| format!("the input does not run on the CPU: {e}")));
+        if let Err(why) = runs {
+            row.measure_note = Some(why.clone());
+            return;
+        }
+        match self.plan_and_run(&row.strategy, row.percent) {
+            Ok((planned, measured)) => {
+                row.planned_by_remat_opt = Some(planned);
+                row.measured_peak = Some(measured);
+            }
+            Err(why) => row.measure_note = Some(why),
+        }
+    }
+
+    /// remat-opt's planned peak and remat-run's measured one.
+    fn plan_and_run(&mut self, strategy: &str, percent: f64) -> Result<(u64, u64), String> {
+        let (module, report) = (self.scratch.join("rewritten.mlir"), self.scratch.join("report.json"));
+        let limit = self.time_limit.to_string();
+        let mut opt = Command::new(self.remat_opt);
+        opt.arg(self.input).arg(format!("--remat={strategy}")).arg(format!("--budget={percent}%")).arg(format!("--ilp-time-limit={limit}")).arg(format!("--auto-time-limit={limit}"));
+        opt.arg("-o").arg(&module).arg("--report-json").arg(&report);
+        match run_with_limit(&mut opt, self.time_limit + 60.0) {
+            Ok(Some(_)) => {}
+            Ok(None) => return Err("remat-opt timed out".into()),
+            Err(e) => return Err(format!("remat-opt: {e}")),
+        }
+        let read = |path: &Path| std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()));
+        let planned = serde_json::from_str::<serde_json::Value>(&read(&report)?).ok().and_then(|r| r["plan"]["peak_bytes"].as_u64()).ok_or("remat-opt's report has no plan.peak_bytes")?;
+        let text = read(&module)?;
+        if let Some(&peak) = self.measured.get(&text) {
+            return Ok((planned, peak));
+        }
+        let peak = run_step(self.remat_run, &module)?;
+        self.measured.insert(text, peak);
+        Ok((planned, peak))
+    }
+}
+
+/// Runs `step` with remat-run and returns the peak it measured.
+fn run_step(remat_run: &Path, step: &Path) -> Result<u64, String> {
+    let mut run = Command::new(remat_run);
+    run.arg(step).arg("--json");
+    let stdout = match run_with_limit(&mut run, 600.0) {
+        Ok(Some(stdout)) => stdout,
+        Ok(None) => return Err("remat-run timed out".into()),
+        Err(e) => return Err(format!("remat-run: {e}")),
+    };
+    serde_json::from_str::<serde_json::Value>(&stdout).ok().and_then(|r| r["peak_bytes"].as_u64()).ok_or_else(|| "remat-run printed no peak_bytes".to_string())
+}
+
+/// Peak (percent of the input order's) against overhead, every plan of every strategy.
+fn pareto_svg(doc: &SweepDoc, model: &str) -> String {
+    let series: Vec<svg::Series> = doc
+        .strategies
+        .iter()
+        .map(|s| svg::Series {
+            name: s.clone(),
+            points: doc
+                .rows
+                .iter()
+                .filter(|r| r.model == model && &r.strategy == s)
+                .filter_map(|r| Some((100.0 * r.plan.peak? as f64 / r.plan.baseline_peak.max(1) as f64, 100.0 * r.plan.overhead()?)))
+                .collect(),
+        })
+        .collect();
+    let title = format!("{model}: peak memory vs recompute overhead");
+    let axes = svg::Axes { title: &title, x_label: "peak (% of the input order's)", y_label: "recompute overhead (%)", log_x: false, log_y: false };
+    svg::pareto_chart(&axes, &series)
+}
+
+fn to_csv(doc: &SweepDoc) -> String {
+    let mut csv = String::from("model,strategy,budget_percent,budget_bytes,nodes,baseline_peak,baseline_cost,peak,cost,overhead,fits,steps,seconds,planned_by_remat_opt,measured_peak,note\n");
+    let opt = |v: Option<String>| v.unwrap_or_default();
+    for r in &doc.rows {
+        let p = &r.plan;
+        let note = p.note.clone().or_else(|| r.measure_note.clone()).unwrap_or_default().replace([',', '\n', '"'], " ");
+        csv += &format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{},{},{}\n",
+            r.model,
+            r.strategy,
+            r.percent,
+            p.budget_bytes,
+            p.nodes,
+            p.baseline_peak,
+            p.baseline_cost,
+            opt(p.peak.map(|v| v.to_string())),
+            opt(p.cost.map(|v| v.to_string())),
+            opt(p.overhead().map(|v| format!("{v:.6}"))),
+            p.fits,
+            opt(p.steps.map(|v| v.to_string())),
+            p.seconds,
+            opt(r.planned_by_remat_opt.map(|v| v.to_string())),
+            opt(r.measured_peak.map(|v| v.to_string())),
+            note
+        );
+    }
+    csv
+}
