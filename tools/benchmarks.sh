@@ -12,12 +12,12 @@
 # 4. `remat-opt --plot`: memory timelines before and after;
 # 5. `remat-bench report`: docs/benchmarks.md.
 #
-# TIME_LIMIT (seconds per plan, default 20) bounds steps 2 and 3; about 25 minutes on the
+# TIME_LIMIT (seconds per plan, default 15) bounds steps 2 and 3; about 25 minutes on the
 # project's 2-core machine. Run tools/setup.sh first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
-limit=${TIME_LIMIT:-20}
+limit=${TIME_LIMIT:-15}
 out=docs/benchmarks
 target=${CARGO_TARGET_DIR:-target}/release
 mkdir -p "$out"

@@ -87,6 +87,10 @@ pub fn plan_and_print(source: &GraphSource, strategy_name: &str, percent: f64, t
             outcome.steps = Some(plan.simulation.step_bytes.len());
             outcome.fits = plan.simulation.peak_bytes <= budget;
             outcome.seconds = plan.plan_seconds;
+            if !outcome.fits && outcome.seconds >= 0.95 * time_limit {
+                // The ILP's incumbent at its limit: the plan is kept, but the strategy is out of time.
+                outcome.note = Some(format!("ran to the time limit ({time_limit} s) without a plan within the budget"));
+            }
             if let Some(c) = &plan.details.ilp {
                 outcome.ilp_status = Some(format!("{:?}", c.status).to_lowercase());
                 outcome.ilp_class = Some(c.class.clone());

@@ -474,8 +474,8 @@ fn per_model(md: &mut String, rel: &str, sweep: &SweepDoc) {
         "## Every strategy at every budget, per model\n\n\
          Cells: overhead and planner seconds of a plan within the budget; `over N%`: the plan's peak, as a percentage of the \
          input order's, misses the budget; `out of time`, `not run` (out of time at a larger budget) or `err` (the \
-         strategy has no plan; the CSV has why). Charts: peak against overhead, every plan; filled markers and the \
-         step line are each strategy's Pareto front.\n"
+         strategy has no plan; the CSV has why). Charts: peak against compute (1 + overhead, log scale), every plan; \
+         filled markers and the step line are each strategy's Pareto front.\n"
     );
     for model in models(sweep) {
         let first = rows(sweep, &model).find(|r| r.plan.nodes > 0);
@@ -504,5 +504,63 @@ fn per_model(md: &mut String, rel: &str, sweep: &SweepDoc) {
             let _ = writeln!(md);
         }
         let _ = writeln!(md);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::child::PlanOutcome;
+    use crate::planner_time::TimeRow;
+
+    fn plan(peak: Option<u64>, cost: f64, fits: bool) -> PlanOutcome {
+        PlanOutcome { nodes: 10, baseline_peak: 100, baseline_cost: 10.0, budget_bytes: 60, peak, cost: peak.map(|_| cost), steps: peak.map(|_| 12), fits, seconds: 0.5, ..Default::default() }
+    }
+
+    fn sweep_row(strategy: &str, percent: f64, plan: PlanOutcome, measured: Option<u64>) -> SweepRow {
+        SweepRow { model: "m.linalg".into(), strategy: strategy.into(), percent, planned_by_remat_opt: measured, measured_peak: measured, measure_note: None, plan }
+    }
+
+    #[test]
+    fn the_report_names_winners_measurements_and_stops() {
+        let dir = std::env::temp_dir().join(format!("remat-bench-report-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let sweep = SweepDoc {
+            budgets: vec![100.0, 60.0],
+            strategies: vec!["none".into(), "greedy".into(), "treewidth".into()],
+            time_limit: 5.0,
+            rows: vec![
+                sweep_row("none", 100.0, plan(Some(100), 10.0, true), Some(100)),
+                sweep_row("greedy", 100.0, plan(Some(100), 10.0, true), None),
+                sweep_row("treewidth", 100.0, plan(Some(100), 10.0, true), None),
+                sweep_row("none", 60.0, plan(Some(100), 10.0, false), None),
+                sweep_row("greedy", 60.0, plan(Some(58), 12.0, true), Some(58)),
+                sweep_row("treewidth", 60.0, plan(Some(55), 15.0, true), None),
+            ],
+        };
+        let timed_out = PlanOutcome { note: Some("timed out".into()), ..Default::default() };
+        let times = TimeDoc {
+            families: vec!["ffn".into()],
+            strategies: vec!["greedy".into()],
+            sizes: vec![1000, 2000],
+            percent: 50.0,
+            time_limit: 5.0,
+            rows: vec![
+                TimeRow { family: "ffn".into(), strategy: "greedy".into(), target_nodes: 1000, plan: plan(Some(50), 11.0, true) },
+                TimeRow { family: "ffn".into(), strategy: "greedy".into(), target_nodes: 2000, plan: timed_out },
+            ],
+        };
+        std::fs::write(dir.join("sweep.json"), serde_json::to_string(&sweep).unwrap()).unwrap();
+        std::fs::write(dir.join("planner-time.json"), serde_json::to_string(&times).unwrap()).unwrap();
+        let out = dir.join("benchmarks.md");
+        write(&dir, &out, "abc1234", "a test machine", Some(1.0)).unwrap();
+        let md = std::fs::read_to_string(&out).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(md.contains("at commit `abc1234` on a test machine"), "{md}");
+        // At 60 % greedy (+20 %) beats treewidth (+50 %); none does not fit.
+        assert!(md.contains("| m.linalg | 10 | 100 B | none +0.0% | greedy +20.0% |"), "{md}");
+        assert!(md.contains("**2 of 2 runs measured exactly the planned peak.**"), "{md}");
+        assert!(md.contains("| none | over 100% |") || md.contains("| none | +0.0% (0.50s) | over 100% |"), "{md}");
+        assert!(md.contains("| greedy | 0.500 | × >5s |"), "{md}");
     }
 }

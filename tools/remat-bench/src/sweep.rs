@@ -114,12 +114,14 @@ pub fn run(inputs: &[PathBuf], budgets: &[f64], strategies: &[String], time_limi
             }
         }
         write(&out.join(format!("pareto-{model}.svg")), &pareto_svg(&doc, &model))?;
+        // After every model, so a long sweep shows its progress and keeps what it measured.
+        let mut json = serde_json::to_string_pretty(&doc).expect("plain data serializes");
+        json.push('\n');
+        write(&out.join("sweep.json"), &json)?;
+        write(&out.join("sweep.csv"), &to_csv(&doc))?;
     }
     let _ = std::fs::remove_dir_all(&scratch);
-    let mut json = serde_json::to_string_pretty(&doc).expect("plain data serializes");
-    json.push('\n');
-    write(&out.join("sweep.json"), &json)?;
-    write(&out.join("sweep.csv"), &to_csv(&doc))
+    Ok(())
 }
 
 fn model_name(path: &Path) -> String {
@@ -213,7 +215,8 @@ fn run_step(remat_run: &Path, step: &Path) -> Result<u64, String> {
     serde_json::from_str::<serde_json::Value>(&stdout).ok().and_then(|r| r["peak_bytes"].as_u64()).ok_or_else(|| "remat-run printed no peak_bytes".to_string())
 }
 
-/// Peak (percent of the input order's) against overhead, every plan of every strategy.
+/// Peak (percent of the input order's) against compute (× the input order's), every plan of
+/// every strategy.
 fn pareto_svg(doc: &SweepDoc, model: &str) -> String {
     let series: Vec<svg::Series> = doc
         .strategies
@@ -224,12 +227,13 @@ fn pareto_svg(doc: &SweepDoc, model: &str) -> String {
                 .rows
                 .iter()
                 .filter(|r| r.model == model && &r.strategy == s)
-                .filter_map(|r| Some((100.0 * r.plan.peak? as f64 / r.plan.baseline_peak.max(1) as f64, 100.0 * r.plan.overhead()?)))
+                .filter_map(|r| Some((100.0 * r.plan.peak? as f64 / r.plan.baseline_peak.max(1) as f64, 1.0 + r.plan.overhead()?)))
                 .collect(),
         })
         .collect();
-    let title = format!("{model}: peak memory vs recompute overhead");
-    let axes = svg::Axes { title: &title, x_label: "peak (% of the input order's)", y_label: "recompute overhead (%)", log_x: false, log_y: false };
+    // Compute on a log axis: overheads range from a few percent to many times the step.
+    let title = format!("{model}: peak memory vs compute");
+    let axes = svg::Axes { title: &title, x_label: "peak (% of the input order's)", y_label: "compute (× the input order's)", log_x: false, log_y: true };
     svg::pareto_chart(&axes, &series)
 }
 
