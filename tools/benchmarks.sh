@@ -12,12 +12,13 @@
 # 4. `remat-opt --plot`: memory timelines before and after;
 # 5. `remat-bench report`: docs/benchmarks.md.
 #
-# TIME_LIMIT (seconds per plan, default 15) bounds steps 2 and 3; about 25 minutes on the
-# project's 2-core machine. Run tools/setup.sh first.
+# TIME_LIMIT (seconds per plan, default 10) bounds steps 2 and 3; greedy, treewidth and dtr get
+# longer in step 3 so their lines reach 100k nodes. About 25 minutes on the project's 2-core
+# machine. Run tools/setup.sh first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
-limit=${TIME_LIMIT:-15}
+limit=${TIME_LIMIT:-10}
 out=docs/benchmarks
 target=${CARGO_TARGET_DIR:-target}/release
 mkdir -p "$out"
@@ -30,11 +31,12 @@ fi
 
 inputs=(examples/mlp_small.mlir examples/{mlp,rnn_scan,transformer,resnet,transformer12,torch_mlp}.linalg.mlir
         examples/{transformer12,resnet}.stablehlo.mlir examples/graphs/*.json
-        vgg11 vgg16 vgg19 resnet18 resnet34 resnet101 resnet152 densenet121 densenet169 densenet201)
+        vgg16 vgg19 resnet18 resnet34 resnet152 densenet121 densenet201)
 "$target/remat-bench" sweep "${inputs[@]}" --time-limit "$limit" \
   --remat-opt "$target/remat-opt" --remat-run "$target/remat-run" --out "$out"
 
-"$target/remat-bench" planner-time --time-limit "$limit" --out "$out"
+"$target/remat-bench" planner-time --time-limit "$limit" \
+  --sizes 1000,3000,10000,30000,100000 --strategy-time-limit greedy=60,treewidth=120,dtr=60 --out "$out"
 
 rm -f "$out"/timeline-*.svg
 plot() { "$target/remat-opt" "examples/$1.mlir" --remat="$2" --budget="$3" --plot="$out/timeline-$1-$2.svg" -o /dev/null; }

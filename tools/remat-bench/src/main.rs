@@ -187,6 +187,9 @@ enum Command {
         /// Seconds each plan may take.
         #[arg(long, default_value_t = 60.0)]
         time_limit: f64,
+        /// Time limits of particular strategies, as STRATEGY=SECONDS (e.g. treewidth=120).
+        #[arg(long, value_delimiter = ',', value_parser = strategy_limit)]
+        strategy_time_limit: Vec<(String, f64)>,
         #[arg(long, default_value = "docs/benchmarks")]
         out: PathBuf,
     },
@@ -245,9 +248,11 @@ fn main() {
         Command::Sweep { inputs, budgets, strategies, time_limit, remat_opt, remat_run, measure_all, out } => {
             sweep::run(&inputs, &budgets, &strategies, time_limit, &sweep::Runner { remat_opt, remat_run, measure_all }, &out)
         }
-        Command::PlannerTime { families, sizes, strategies, percent, time_limit, out } => {
-            families.iter().map(|f| families::Family::from_name(f)).collect::<Result<Vec<_>, _>>().and_then(|families| planner_time::run(&families, &sizes, &strategies, percent, time_limit, &out))
-        }
+        Command::PlannerTime { families, sizes, strategies, percent, time_limit, strategy_time_limit, out } => families
+            .iter()
+            .map(|f| families::Family::from_name(f))
+            .collect::<Result<Vec<_>, _>>()
+            .and_then(|families| planner_time::run(&families, &sizes, &strategies, percent, time_limit, &strategy_time_limit, &out)),
         Command::Report { dir, output, commit, machine, minutes } => report::write(&dir, &output, &commit, &machine, minutes),
         Command::Plan { graph, family, nodes, strategy, percent, time_limit } => {
             let source = match (graph, family, nodes) {
@@ -316,6 +321,15 @@ fn measure_within(name: &str, graph: &Graph, options: &PlannerOptions, budget_pe
         ops: order.len(),
         seconds: plan.plan_seconds,
     })
+}
+
+/// `STRATEGY=SECONDS`.
+fn strategy_limit(text: &str) -> Result<(String, f64), String> {
+    let (strategy, seconds) = text.split_once('=').ok_or_else(|| format!("expected STRATEGY=SECONDS, got '{text}'"))?;
+    match seconds.parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 => Ok((strategy.to_string(), s)),
+        _ => Err(format!("invalid seconds in '{text}'")),
+    }
 }
 
 pub(crate) fn read_graph(path: &PathBuf) -> Result<Graph, String> {

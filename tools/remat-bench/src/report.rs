@@ -137,9 +137,11 @@ fn header(md: &mut String, rel: &str, commit: &str, machine: &str, minutes: Opti
          extra compute of the plan by the cost model (2·M·N·K per matmul, per-element work otherwise), \
          `plan cost / input order's cost − 1`. *Measured*: the peak `remat-run` counted while running the step \
          remat-opt rewrote, on the CPU (every allocation goes through a counting allocator). Each plan had \
-         {:.0} s in the sweep and {:.0} s in the planner-time runs (the ILP's solver limit too); a strategy out \
+         {:.0} s in the sweep and {:.0} s in the planner-time runs{} (the ILP's solver limit too); a strategy out \
          of time at one budget or size is not run at the next.\n",
-        sweep.time_limit, times.time_limit
+        sweep.time_limit,
+        times.time_limit,
+        times.strategy_limits.iter().map(|(s, l)| format!(", {s} {l:.0} s")).collect::<String>()
     );
 }
 
@@ -344,7 +346,7 @@ fn planner_time(md: &mut String, rel: &str, times: &TimeDoc) {
             for size in &times.sizes {
                 let cell = match times.rows.iter().find(|r| &r.family == family && &r.strategy == s && r.target_nodes == *size) {
                     None => "—".to_string(),
-                    Some(r) if r.plan.timed_out() => format!("× >{}s", times.time_limit),
+                    Some(r) if r.plan.timed_out() => format!("× >{}s", times.limit_of(s)),
                     Some(r) if r.plan.peak.is_none() => "err".to_string(),
                     Some(r) => format!("{:.3}", r.plan.seconds),
                 };
@@ -545,6 +547,7 @@ mod tests {
             sizes: vec![1000, 2000],
             percent: 50.0,
             time_limit: 5.0,
+            strategy_limits: vec![],
             rows: vec![
                 TimeRow { family: "ffn".into(), strategy: "greedy".into(), target_nodes: 1000, plan: plan(Some(50), 11.0, true) },
                 TimeRow { family: "ffn".into(), strategy: "greedy".into(), target_nodes: 2000, plan: timed_out },
