@@ -13,8 +13,8 @@
 # 5. `remat-bench report`: docs/benchmarks.md.
 #
 # TIME_LIMIT (seconds per plan, default 10) bounds steps 2 and 3; greedy, treewidth and dtr get
-# longer in step 3 so their lines reach 100k nodes. About 25 minutes on the project's 2-core
-# machine. Run tools/setup.sh first.
+# longer in step 3 so their lines reach 100k nodes. 25 minutes on the project's 2-core machine.
+# Run tools/setup.sh first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
@@ -29,6 +29,7 @@ if ! bash tools/export/alternatives.sh "$out/alternatives.json"; then
   echo "benchmarks: warning: could not rerun XLA and PyTorch; keeping $out/alternatives.json" >&2
 fi
 
+rm -f "$out"/pareto-*.svg "$out"/planner-time-*.svg "$out"/timeline-*.svg
 inputs=(examples/mlp_small.mlir examples/{mlp,rnn_scan,transformer,resnet,transformer12,torch_mlp}.linalg.mlir
         examples/{transformer12,resnet}.stablehlo.mlir examples/graphs/*.json
         vgg16 vgg19 resnet18 resnet34 resnet152 densenet121 densenet201)
@@ -38,7 +39,6 @@ inputs=(examples/mlp_small.mlir examples/{mlp,rnn_scan,transformer,resnet,transf
 "$target/remat-bench" planner-time --time-limit "$limit" \
   --sizes 1000,3000,10000,30000,100000 --strategy-time-limit greedy=60,treewidth=120,dtr=60 --out "$out"
 
-rm -f "$out"/timeline-*.svg
 plot() { "$target/remat-opt" "examples/$1.mlir" --remat="$2" --budget="$3" --plot="$out/timeline-$1-$2.svg" -o /dev/null; }
 plot transformer12.linalg treewidth 30%
 plot resnet.linalg greedy 60%

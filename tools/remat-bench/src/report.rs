@@ -112,6 +112,8 @@ fn row<'a>(sweep: &'a SweepDoc, model: &str, strategy: &str, percent: f64) -> Op
 }
 
 fn pct(v: f64) -> String {
+    // No "-0.0%" for a bound that is zero up to rounding.
+    let v = if v.abs() < 5e-4 { 0.0 } else { v };
     format!("{:+.1}%", 100.0 * v)
 }
 
@@ -277,7 +279,7 @@ fn beside_alternatives(md: &mut String, sweep: &SweepDoc, alternatives: &Alterna
         "## Beside XLA and PyTorch\n\n\
          XLA's and PyTorch's own accounts of the same steps ({}; `bash tools/export/alternatives.sh`), each with \
          jax.checkpoint policies or torch.utils.checkpoint, beside our plan with the least *measured* peak among those \
-         whose overhead is at most theirs (planned where nothing qualifying was measured, marked `planned`). Their \
+         whose overhead is at most theirs, or at most zero where theirs is negative (planned where nothing qualifying was measured, marked `planned`). Their \
          overhead counts FLOPs (XLA's cost analysis, PyTorch's FLOP counter); ours is the cost model's estimate. \
          How their peaks are counted is listed under the table.\n",
         versions.join(", ")
@@ -294,7 +296,8 @@ fn beside_alternatives(md: &mut String, sweep: &SweepDoc, alternatives: &Alterna
         if !how.iter().any(|(k, _)| *k == key) {
             how.push((key.clone(), format!("{} (on {})", a.how, a.model)));
         }
-        let (plan, overhead, peak, ratio) = match our_best(sweep, &a.model, their_overhead) {
+        // A negative FLOP difference is XLA's accounting (fusion), not less work: compare at 0.
+        let (plan, overhead, peak, ratio) = match our_best(sweep, &a.model, their_overhead.max(0.0)) {
             Some((r, peak, kind)) => (
                 format!("{} ({})", r.strategy, percent_label(r.percent)),
                 r.plan.overhead().map(pct).unwrap_or_default(),
