@@ -81,7 +81,7 @@ pub fn run(families: &[Family], sizes: &[usize], strategies: &[String], percent:
 }
 
 /// Seconds against nodes per strategy (log-log), crosses where a strategy ran out of time.
-pub fn chart(doc: &TimeDoc, family: &str) -> String {
+fn chart(doc: &TimeDoc, family: &str) -> String {
     let mut series = Vec::new();
     let mut stops = Vec::new();
     for (i, s) in doc.strategies.iter().enumerate() {

@@ -63,7 +63,7 @@ pub fn write(dir: &Path, output: &Path, commit: &str, machine: &str, minutes: Op
     let published: Option<PublishedDoc> = read_optional(&dir.join("published.json"))?;
     // Links are relative to the document.
     let base = output.parent().unwrap_or(Path::new(""));
-    let rel = pathdiff(dir, base);
+    let rel = relative_to(dir, base);
     let mut timelines: Vec<String> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
@@ -89,7 +89,7 @@ pub fn write(dir: &Path, output: &Path, commit: &str, machine: &str, minutes: Op
 }
 
 /// `dir` relative to `base` when it lies under it (the usual docs/ layout), else as given.
-fn pathdiff(dir: &Path, base: &Path) -> String {
+fn relative_to(dir: &Path, base: &Path) -> String {
     dir.strip_prefix(base).unwrap_or(dir).to_string_lossy().into_owned()
 }
 
