@@ -161,13 +161,9 @@ fn winners(md: &mut String, sweep: &SweepDoc) {
         let (nodes, baseline) = first.map_or((0, 0), |r| (r.plan.nodes, r.plan.baseline_peak));
         let _ = write!(md, "| {model} | {nodes} | {} |", Bytes(baseline));
         for &p in &sweep.budgets {
-            let best = rows(sweep, &model)
-                .filter(|r| r.percent == p && r.plan.fits)
-                .filter_map(|r| Some((r, r.plan.overhead()?)))
-                .fold(None::<(&SweepRow, f64)>, |best, (r, o)| if best.is_none_or(|(_, b)| o < b) { Some((r, o)) } else { best });
-            match best {
-                Some((r, o)) => {
-                    let _ = write!(md, " {} {} |", r.strategy, pct(o));
+            match crate::sweep::cheapest_fit(rows(sweep, &model).filter(|r| r.percent == p)) {
+                Some(r) => {
+                    let _ = write!(md, " {} {} |", r.strategy, pct(r.plan.overhead().unwrap_or(0.0)));
                     if let Some(w) = wins.iter_mut().find(|w| w.0 == r.strategy) {
                         w.1 += 1;
                     }

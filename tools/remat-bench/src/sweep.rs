@@ -49,16 +49,16 @@ pub struct Runner {
 
 /// The plan within its budget with the least overhead (the first of equals): the one a user
 /// would take at that budget.
-fn cheapest_fit(rows: &[SweepRow]) -> Option<usize> {
-    let mut best: Option<(usize, f64)> = None;
-    for (i, row) in rows.iter().enumerate() {
+pub(crate) fn cheapest_fit<'a>(rows: impl IntoIterator<Item = &'a SweepRow>) -> Option<&'a SweepRow> {
+    let mut best: Option<(&SweepRow, f64)> = None;
+    for row in rows {
         if let (true, Some(o)) = (row.plan.fits, row.plan.overhead()) {
             if best.is_none_or(|(_, b)| o < b) {
-                best = Some((i, o));
+                best = Some((row, o));
             }
         }
     }
-    best.map(|(i, _)| i)
+    best.map(|(row, _)| row)
 }
 
 pub fn run(inputs: &[PathBuf], budgets: &[f64], strategies: &[String], time_limit: f64, runner: &Runner, out: &Path) -> Result<(), String> {
@@ -98,11 +98,12 @@ pub fn run(inputs: &[PathBuf], budgets: &[f64], strategies: &[String], time_limi
             }
             let rows = &mut doc.rows[first..];
             if let Some(m) = &mut measurer {
-                let chosen = if runner.measure_all { None } else { cheapest_fit(rows) };
-                for (i, row) in rows.iter_mut().enumerate() {
+                // Strategies are distinct within a budget, so the name identifies the row.
+                let chosen = if runner.measure_all { None } else { cheapest_fit(rows.iter()).map(|r| r.strategy.clone()) };
+                for row in rows.iter_mut() {
                     if !row.plan.fits {
                         row.measure_note = Some("no plan within the budget".into());
-                    } else if runner.measure_all || chosen == Some(i) {
+                    } else if runner.measure_all || chosen.as_ref() == Some(&row.strategy) {
                         m.measure(row);
                     } else {
                         row.measure_note = Some("not the cheapest plan within the budget".into());
