@@ -13,8 +13,10 @@ config.test_exec_root = os.path.join(root, "target", "lit")
 
 target = os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target"))
 llvm_bin = "/usr/lib/llvm-22/bin"
+# target/cmake/bin: the C API's C test and the C++ example tool (tools/test.sh builds them).
 config.environment["PATH"] = os.pathsep.join(
-    [os.path.join(target, "debug"), llvm_bin, os.environ.get("PATH", "")])
+    [os.path.join(target, "debug"), os.path.join(target, "cmake", "bin"), llvm_bin,
+     os.environ.get("PATH", "")])
 config.substitutions.append(("%examples", os.path.join(root, "examples")))
 config.substitutions.append(("%mlir-opt", os.path.join(llvm_bin, "mlir-opt")))
 

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(libmlir-22-dev llvm-22-dev libclang-22-dev libpolly-22-dev libzstd-dev zlib1g-dev
-          mlir-22-tools llvm-22-tools cmake g++ python3)
+          mlir-22-tools llvm-22-tools cmake g++ python3 python3-jsonschema)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

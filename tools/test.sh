@@ -10,8 +10,25 @@ trap 'rm -f "$log"' EXIT
 cargo test --workspace --quiet 2>&1 | tee "$log"
 rust_passed=$(grep -Eo 'test result: ok\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
 
+echo "== C API: libremat, its C test and the C++ example (CMake against MLIR 22)"
+cargo build --quiet -p remat-opt -p remat-run -p remat-gpu-run -p remat-capi
+target=$(realpath "${CARGO_TARGET_DIR:-target}")
+# The C test links the library from the build tree; the C++ example an installed package.
+PROFILE=debug bash tools/install-capi.sh "$target/capi-prefix"
+cmake_build() {  # SOURCE BUILD-DIR CMAKE-ARGS...: configure quietly, build, show output on failure
+  local source=$1 build=$2 out
+  shift 2
+  if ! out=$(cmake -S "$source" -B "$build" -DCMAKE_RUNTIME_OUTPUT_DIRECTORY="$target/cmake/bin" "$@" 2>&1 &&
+             cmake --build "$build" 2>&1); then
+    echo "$out" >&2
+    return 1
+  fi
+}
+cmake_build crates/capi/tests "$target/cmake/capi-test" \
+  -DRemat_DIR="$PWD/crates/capi/cmake" -DREMAT_LIBRARY_DIR="$target/debug"
+cmake_build examples/remat-mlir-opt "$target/cmake/remat-mlir-opt" -DCMAKE_PREFIX_PATH="$target/capi-prefix"
+
 echo "== lit"
-cargo build --quiet -p remat-opt -p remat-run -p remat-gpu-run
 lit_out=$(/usr/lib/llvm-22/bin/lit -sv lit-tests 2>&1) && lit_rc=0 || lit_rc=$?
 echo "$lit_out"
 lit_passed=$(echo "$lit_out" | grep -Eo 'Passed *: *[0-9]+' | grep -Eo '[0-9]+' || echo 0)

@@ -4,15 +4,19 @@
 // registry, which is what a textual pipeline such as
 //   builtin.module(func.func(remat{strategy=greedy budget=60%}))
 // looks names up in. This shim declares the pass and its options once, the
-// MLIR way, and forwards runOnOperation to a Rust callback.
+// MLIR way, and forwards runOnOperation and the check of option values to
+// Rust callbacks. It also makes configured passes for the C API (crates/capi):
+// options parsed here are the same whichever way the pass is reached.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mlir/CAPI/IR.h"
+#include "mlir/CAPI/Pass.h"
 #include "mlir/CAPI/Support.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassRegistry.h"
 
+#include <memory>
 #include <string>
 
 extern "C" {
@@ -20,10 +24,18 @@ extern "C" {
 /// false on failure (after emitting a diagnostic on `op`). Rust parses them.
 typedef bool (*RematRunCallback)(MlirOperation op, const MlirStringRef *names,
                                  const MlirStringRef *values, intptr_t count);
+/// Checks the options' values; on a bad one returns false after passing the
+/// message to `error`.
+typedef bool (*RematCheckCallback)(const MlirStringRef *names,
+                                   const MlirStringRef *values, intptr_t count,
+                                   MlirStringCallback error, void *userData);
 }
 
 namespace {
-RematRunCallback rematCallback = nullptr;
+struct {
+  RematRunCallback run = nullptr;
+  RematCheckCallback check = nullptr;
+} callbacks;
 
 struct RematPass : public mlir::PassWrapper<RematPass, mlir::OperationPass<>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(RematPass)
@@ -146,7 +158,9 @@ struct RematPass : public mlir::PassWrapper<RematPass, mlir::OperationPass<>> {
                      "when small, else 50)"),
       llvm::cl::init("")};
 
-  void runOnOperation() override {
+  /// Calls `use(names, values, count)` with every option as a string: the one
+  /// place the option list is spelled out for Rust, which parses the values.
+  template <typename Use> bool withOptions(Use &&use) {
     auto ref = [](const std::string &s) {
       return MlirStringRef{s.data(), s.size()};
     };
@@ -175,18 +189,92 @@ struct RematPass : public mlir::PassWrapper<RematPass, mlir::OperationPass<>> {
         ref(dtrDealloc),   ref(dtrSeed),      ref(bandwidth),
         ref(computeRate),  ref(memSlots)};
     static_assert(std::size(names) == std::size(values));
-    if (!rematCallback ||
-        !rematCallback(wrap(getOperation()), names, values, std::size(names)))
+    return use(names, values, static_cast<intptr_t>(std::size(names)));
+  }
+
+  /// Parses the options as every pass does, then has Rust check their values,
+  /// so `remat{strategy=magic}` fails when the pipeline is parsed, not when
+  /// it runs.
+  mlir::LogicalResult initializeOptions(
+      llvm::StringRef options,
+      llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)> errorHandler)
+      override {
+    if (mlir::failed(Pass::initializeOptions(options, errorHandler)))
+      return mlir::failure();
+    if (!callbacks.check)
+      return mlir::success();
+    std::string message;
+    auto append = [](MlirStringRef part, void *data) {
+      static_cast<std::string *>(data)->append(part.data, part.length);
+    };
+    bool valid = withOptions([&](const MlirStringRef *names,
+                                 const MlirStringRef *values, intptr_t count) {
+      return callbacks.check(names, values, count, append, &message);
+    });
+    return valid ? mlir::success() : errorHandler(message);
+  }
+
+  void runOnOperation() override {
+    bool succeeded = callbacks.run && withOptions([&](const MlirStringRef *names,
+                                                      const MlirStringRef *values,
+                                                      intptr_t count) {
+      return callbacks.run(wrap(getOperation()), names, values, count);
+    });
+    if (!succeeded)
       signalPassFailure();
   }
 };
 } // namespace
 
-extern "C" void rematRegisterPass(RematRunCallback callback) {
-  rematCallback = callback;
+extern "C" void rematSetPassCallbacks(RematRunCallback run,
+                                      RematCheckCallback check) {
+  callbacks.run = run;
+  callbacks.check = check;
+}
+
+extern "C" void rematRegisterPass() {
   static bool registered = [] {
     mlir::PassRegistration<RematPass>();
     return true;
   }();
   (void)registered;
+}
+
+/// A `remat` pass configured by `options` (the pipeline syntax, without
+/// braces), or null after passing the reason to `error`.
+extern "C" MlirPass rematCreatePassFromOptions(MlirStringRef options,
+                                               MlirStringCallback error,
+                                               void *userData) {
+  auto pass = std::make_unique<RematPass>();
+  auto report = [&](const llvm::Twine &message) {
+    std::string text = message.str();
+    if (error)
+      error(MlirStringRef{text.data(), text.size()}, userData);
+    return mlir::failure();
+  };
+  if (mlir::failed(pass->initializeOptions(unwrap(options), report)))
+    return MlirPass{nullptr};
+  return wrap(static_cast<mlir::Pass *>(pass.release()));
+}
+
+/// Parses `options` like rematCreatePassFromOptions and hands the values to
+/// `use` instead of making a pass (rematPlan in the C API).
+extern "C" bool rematWithParsedOptions(
+    MlirStringRef options, MlirStringCallback error, void *errorData,
+    bool (*use)(const MlirStringRef *names, const MlirStringRef *values,
+                intptr_t count, void *useData),
+    void *useData) {
+  RematPass pass;
+  auto report = [&](const llvm::Twine &message) {
+    std::string text = message.str();
+    if (error)
+      error(MlirStringRef{text.data(), text.size()}, errorData);
+    return mlir::failure();
+  };
+  if (mlir::failed(pass.initializeOptions(unwrap(options), report)))
+    return false;
+  return pass.withOptions([&](const MlirStringRef *names,
+                              const MlirStringRef *values, intptr_t count) {
+    return use(names, values, count, useData);
+  });
 }

@@ -4,13 +4,15 @@
 //! * [`run_on_function`] — from Rust, with a report back;
 //! * [`create_remat_pass`] — a melior [`Pass`] to add to your own `PassManager`;
 //! * [`register_remat_pass`] — registers `remat` in MLIR's pass registry so textual
-//!   pipelines can name it: `builtin.module(func.func(remat{strategy=greedy budget=60%}))`.
+//!   pipelines can name it: `builtin.module(func.func(remat{strategy=greedy budget=60%}))`;
+//! * [`create_remat_pass_from_options`], [`parse_pipeline_options`] and [`plan_operation`] —
+//!   for the C API (crates/capi): the pipeline's option syntax, and planning without rewriting.
 
 mod options;
 mod report;
 
-pub use options::{parse_cost_model, RematOptions};
-pub use report::Report;
+pub use options::{parse_cost_model, RematOptions, PASS_OPTIONS_VERSION};
+pub use report::{Report, REPORT_SCHEMA_VERSION};
 
 use melior::pass::{create_external, ExternalPass, Pass, RunExternalPass};
 use melior::ir::OperationRef;
@@ -62,9 +64,60 @@ pub unsafe fn run_on_operation(op: mlir_sys::MlirOperation, options: &RematOptio
     Ok(planned.report)
 }
 
+/// Plans `op` (a `func.func` or a module) like [`run_on_operation`] but leaves it unchanged:
+/// the importer's normalization (inlining private calls, untying shared ops) works on a copy
+/// (of the enclosing module, for a function in one, so that its calls resolve).
+///
+/// # Safety
+/// `op` must be a live operation, not concurrently modified.
+pub unsafe fn plan_operation(op: mlir_sys::MlirOperation, options: &RematOptions) -> Result<Report, MlirError> {
+    use mlir_sys::*;
+    let name = |op: MlirOperation| string_of(unsafe { mlirIdentifierStr(mlirOperationGetName(op)) });
+    let parent = unsafe { mlirOperationGetParentOperation(op) };
+    let mut options = options.clone();
+    let copy = if name(op) != "builtin.module" && !parent.ptr.is_null() && name(parent) == "builtin.module" {
+        let symbol = unsafe { mlirOperationGetAttributeByName(op, string_ref("sym_name")) };
+        if !symbol.ptr.is_null() && unsafe { mlirAttributeIsAString(symbol) } {
+            options.function = Some(string_of(unsafe { mlirStringAttrGetValue(symbol) }));
+        }
+        unsafe { mlirOperationClone(parent) }
+    } else {
+        unsafe { mlirOperationClone(op) }
+    };
+    let planned = unsafe { remat_mlir::import_operation(copy, options.function.as_deref(), &options.import_options()) }.and_then(|imported| {
+        let location = imported.location();
+        plan_function(imported, &options).map(|planned| planned.report).map_err(|message| MlirError { location, message })
+    });
+    unsafe { mlirOperationDestroy(copy) };
+    planned
+}
+
 /// Imports, plans and rewrites `func` (a `func.func` or a module).
 pub fn run_on_function(op: OperationRef<'_, '_>, options: &RematOptions) -> Result<Report, MlirError> {
     unsafe { run_on_operation(op.to_raw(), options) }
+}
+
+/// Serializes the pass's runs. A pass manager may run it on several functions at once, and
+/// importing a function reads the private functions it calls (to inline them): two runs must
+/// not touch one callee together.
+static PASS_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Whether the pass leaves `op` alone: a private `func.func` in a module. Private functions are
+/// the helpers a step calls (JAX exports are full of them); importing the public function
+/// inlines them, and planning one on its own would also change what the others inline,
+/// depending on which ran first.
+///
+/// # Safety
+/// `op` must be a live operation.
+unsafe fn skipped_by_pass(op: mlir_sys::MlirOperation) -> bool {
+    use mlir_sys::*;
+    let name = |op: MlirOperation| string_of(unsafe { mlirIdentifierStr(mlirOperationGetName(op)) });
+    let parent = unsafe { mlirOperationGetParentOperation(op) };
+    if name(op) != "func.func" || parent.ptr.is_null() || name(parent) != "builtin.module" {
+        return false;
+    }
+    let visibility = unsafe { mlirOperationGetAttributeByName(op, string_ref("sym_visibility")) };
+    !visibility.ptr.is_null() && unsafe { mlirAttributeIsAString(visibility) } && string_of(unsafe { mlirStringAttrGetValue(visibility) }) == "private"
 }
 
 #[derive(Clone)]
@@ -75,6 +128,10 @@ struct RematExternalPass {
 impl<'c> RunExternalPass<'c> for RematExternalPass {
     fn initialize(&mut self, _context: ContextRef<'c>) {}
     fn run(&mut self, operation: OperationRef<'c, '_>, pass: ExternalPass<'_>) {
+        if unsafe { skipped_by_pass(operation.to_raw()) } {
+            return;
+        }
+        let _serial = PASS_LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Err(e) = run_on_function(operation, &self.options) {
             emit_error(operation.to_raw(), &e);
             pass.signal_failure();
@@ -99,10 +156,22 @@ pub fn create_remat_pass(options: RematOptions) -> Pass {
     )
 }
 
+type OptionsCallback = unsafe extern "C" fn(*const mlir_sys::MlirStringRef, *const mlir_sys::MlirStringRef, isize, *mut std::ffi::c_void) -> bool;
+
 unsafe extern "C" {
-    fn rematRegisterPass(
-        callback: unsafe extern "C" fn(mlir_sys::MlirOperation, *const mlir_sys::MlirStringRef, *const mlir_sys::MlirStringRef, isize) -> bool,
+    fn rematSetPassCallbacks(
+        run: unsafe extern "C" fn(mlir_sys::MlirOperation, *const mlir_sys::MlirStringRef, *const mlir_sys::MlirStringRef, isize) -> bool,
+        check: unsafe extern "C" fn(*const mlir_sys::MlirStringRef, *const mlir_sys::MlirStringRef, isize, mlir_sys::MlirStringCallback, *mut std::ffi::c_void) -> bool,
     );
+    fn rematRegisterPass();
+    fn rematCreatePassFromOptions(options: mlir_sys::MlirStringRef, error: mlir_sys::MlirStringCallback, user_data: *mut std::ffi::c_void) -> mlir_sys::MlirPass;
+    fn rematWithParsedOptions(
+        options: mlir_sys::MlirStringRef,
+        error: mlir_sys::MlirStringCallback,
+        error_data: *mut std::ffi::c_void,
+        consume: OptionsCallback,
+        consume_data: *mut std::ffi::c_void,
+    ) -> bool;
 }
 
 fn string_of(s: mlir_sys::MlirStringRef) -> String {
@@ -112,22 +181,57 @@ fn string_of(s: mlir_sys::MlirStringRef) -> String {
     String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(s.data as *const u8, s.length) }).into_owned()
 }
 
+fn string_ref(s: &str) -> mlir_sys::MlirStringRef {
+    mlir_sys::MlirStringRef { data: s.as_ptr() as *const std::ffi::c_char, length: s.len() }
+}
+
+/// The options the shim passes as (name, value) pairs, parsed by [`RematOptions::set`].
+///
+/// # Safety
+/// `names` and `values` point to `count` valid string refs each.
+unsafe fn options_of(names: *const mlir_sys::MlirStringRef, values: *const mlir_sys::MlirStringRef, count: isize) -> Result<RematOptions, String> {
+    let (names, values) = unsafe { (std::slice::from_raw_parts(names, count as usize), std::slice::from_raw_parts(values, count as usize)) };
+    let mut options = RematOptions::default();
+    for (name, value) in names.iter().zip(values) {
+        options.set(&string_of(*name), &string_of(*value))?;
+    }
+    Ok(options)
+}
+
+unsafe extern "C" fn check_options_callback(
+    names: *const mlir_sys::MlirStringRef,
+    values: *const mlir_sys::MlirStringRef,
+    count: isize,
+    error: mlir_sys::MlirStringCallback,
+    user_data: *mut std::ffi::c_void,
+) -> bool {
+    match std::panic::catch_unwind(|| unsafe { options_of(names, values, count) }) {
+        Ok(Ok(_)) => true,
+        Ok(Err(message)) => {
+            if let Some(error) = error {
+                unsafe { error(string_ref(&message), user_data) };
+            }
+            false
+        }
+        Err(_) => false,
+    }
+}
+
 unsafe extern "C" fn registered_pass_callback(
     op: mlir_sys::MlirOperation,
     names: *const mlir_sys::MlirStringRef,
     values: *const mlir_sys::MlirStringRef,
     count: isize,
 ) -> bool {
-    let (names, values) = unsafe { (std::slice::from_raw_parts(names, count as usize), std::slice::from_raw_parts(values, count as usize)) };
-    let mut options = RematOptions::default();
-    for (name, value) in names.iter().zip(values) {
-        if let Err(message) = options.set(&string_of(*name), &string_of(*value)) {
-            emit_error(op, &MlirError { location: None, message });
-            return false;
-        }
+    if unsafe { skipped_by_pass(op) } {
+        return true;
     }
+    let _serial = PASS_LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     // Never unwind into C++.
-    let result = std::panic::catch_unwind(|| unsafe { run_on_operation(op, &options) });
+    let result = std::panic::catch_unwind(|| {
+        let options = unsafe { options_of(names, values, count) }.map_err(|message| MlirError { location: None, message })?;
+        unsafe { run_on_operation(op, &options) }
+    });
     match result {
         Ok(Ok(report)) => {
             tracing::info!(function = %report.function, peak = report.plan_peak_bytes, "remat pass");
@@ -144,9 +248,61 @@ unsafe extern "C" fn registered_pass_callback(
     }
 }
 
+fn install_callbacks() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| unsafe { rematSetPassCallbacks(registered_pass_callback, check_options_callback) });
+}
+
 /// Registers the `remat` pass (with every option [`RematOptions::set`] knows, by its pipeline
 /// name: `strategy`, `budget`, `function`, `cost-model`, `ilp-time-limit`, …) in
-/// MLIR's global pass registry, so textual pipelines can use it. Idempotent.
+/// MLIR's global pass registry, so textual pipelines can use it. Bad option values fail when
+/// the pipeline is parsed. Idempotent.
 pub fn register_remat_pass() {
-    unsafe { rematRegisterPass(registered_pass_callback) }
+    install_callbacks();
+    unsafe { rematRegisterPass() }
+}
+
+unsafe extern "C" fn append_message(message: mlir_sys::MlirStringRef, user_data: *mut std::ffi::c_void) {
+    unsafe { (*(user_data as *mut String)).push_str(&string_of(message)) };
+}
+
+/// A `remat` pass configured by `options` in the pipeline's syntax (`strategy=treewidth
+/// budget=60%`, no braces), as a raw MLIR pass the caller owns (adding it to a pass manager
+/// hands it over). The same pass a textual pipeline makes, so it needs no registration.
+pub fn create_remat_pass_from_options(options: &str) -> Result<mlir_sys::MlirPass, String> {
+    install_callbacks();
+    let mut message = String::new();
+    let pass = unsafe { rematCreatePassFromOptions(string_ref(options), Some(append_message), &mut message as *mut String as *mut std::ffi::c_void) };
+    if pass.ptr.is_null() {
+        Err(message)
+    } else {
+        Ok(pass)
+    }
+}
+
+/// Parses `options` in the pipeline's syntax (`strategy=treewidth budget=60%`), exactly as the
+/// registered pass does.
+pub fn parse_pipeline_options(options: &str) -> Result<RematOptions, String> {
+    unsafe extern "C" fn keep(names: *const mlir_sys::MlirStringRef, values: *const mlir_sys::MlirStringRef, count: isize, data: *mut std::ffi::c_void) -> bool {
+        let slot = unsafe { &mut *(data as *mut Result<RematOptions, String>) };
+        *slot = std::panic::catch_unwind(|| unsafe { options_of(names, values, count) }).unwrap_or_else(|_| Err("internal error parsing the remat options (panic)".into()));
+        slot.is_ok()
+    }
+    install_callbacks();
+    let mut message = String::new();
+    let mut parsed: Result<RematOptions, String> = Err(String::new());
+    let ok = unsafe {
+        rematWithParsedOptions(
+            string_ref(options),
+            Some(append_message),
+            &mut message as *mut String as *mut std::ffi::c_void,
+            keep,
+            &mut parsed as *mut Result<RematOptions, String> as *mut std::ffi::c_void,
+        )
+    };
+    match (ok, parsed) {
+        (true, Ok(options)) => Ok(options),
+        (_, Err(e)) if !e.is_empty() => Err(e),
+        _ => Err(message),
+    }
 }

@@ -14,6 +14,10 @@ use remat_planners::chain::planner::ChainOptions;
 use remat_planners::dtr::{Dealloc, DtrOptions, Heuristic};
 use remat_planners::{auto, PlannerOptions};
 
+/// Version of the pass options (docs/pass-options.md). Options are only added within a
+/// version; renaming or removing one, or changing what a value means, increments it.
+pub const PASS_OPTIONS_VERSION: u32 = 1;
+
 /// Options of the remat pass.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RematOptions {

@@ -9,6 +9,11 @@ use remat_planners::ilp::{Certificate, SolveStatus};
 use remat_planners::MeasuredPlan;
 use serde_json::{json, Value};
 
+/// Version of the report's JSON form (docs/report-schema.md), written as its `schema_version`.
+/// Fields are only added within a version; removing or renaming one, or changing its meaning,
+/// increments it.
+pub const REPORT_SCHEMA_VERSION: u32 = 1;
+
 /// What planning one function measured.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Report {
@@ -121,6 +126,7 @@ impl Report {
     /// The report as JSON. `plan_seconds` is omitted when `deterministic` (for snapshots).
     pub fn to_json(&self, deterministic: bool) -> Value {
         let mut v = json!({
+            "schema_version": REPORT_SCHEMA_VERSION,
             "function": self.function,
             "strategy": self.strategy,
             "budget_bytes": self.budget_bytes,

@@ -267,10 +267,9 @@ fn lower_and_emit(cli: &Cli, context: &RematContext, module: &mut melior::ir::Mo
             remat_lower::library::shared_library(module, &signature).map_err(|e| Failure(vec![format!("error: {e}")]))
         }
         _ => {
+            // As mlir-opt prints: the operation, then a newline.
             let mut text = module.as_operation().to_string();
-            if !text.ends_with('\n') {
-                text.push('\n');
-            }
+            text.push('\n');
             Ok(text.into_bytes())
         }
     }
@@ -495,7 +494,7 @@ fn process(cli: &Cli, options: &RematOptions, sweep: Option<&SweepRequest>, text
         let manager = melior::pass::PassManager::new(context.context());
         melior::utility::parse_pass_pipeline(manager.as_operation_pass_manager(), pipeline).map_err(|e| {
             let mut lines: Vec<String> = context.take_diagnostics().iter().map(ToString::to_string).collect();
-            lines.push(format!("error: invalid pass pipeline '{pipeline}': {e}"));
+            lines.extend(pipeline_parse_error(pipeline, &e));
             Failure(lines)
         })?;
         if manager.run(&mut module).is_err() {
@@ -534,6 +533,21 @@ fn process(cli: &Cli, options: &RematOptions, sweep: Option<&SweepRequest>, text
         }
     };
     Ok(Processed { output: out, report: Some(planned.report), sweep: None })
+}
+
+/// MLIR's reasons for rejecting a pipeline, as remat-opt's diagnostics: the first reason is
+/// the error (`unknown strategy 'magic' (…)`), the rest and the pipeline itself are notes.
+fn pipeline_parse_error(pipeline: &str, error: &melior::Error) -> Vec<String> {
+    let text = match error {
+        melior::Error::ParsePassPipeline(message) => message.clone(),
+        other => other.to_string(),
+    };
+    let mut reasons = text.lines().filter(|l| !l.trim().is_empty() && l.trim() != "failed to parse pass pipeline:");
+    let mut lines = vec![format!("error: {}", reasons.next().map(str::trim).unwrap_or("invalid pass pipeline"))];
+    // MLIR's parser quotes the pipeline with a caret under the fault: keep those lines as they are.
+    lines.extend(reasons.map(|r| if r.starts_with("failed to add") { format!("note: {r}") } else { r.to_string() }));
+    lines.push(format!("note: in the pass pipeline '{pipeline}'"));
+    lines
 }
 
 /// Sweeps one function: the table to print, and the sweep for the CSV and SVG files.
