@@ -51,7 +51,7 @@ pub extern "C" fn rematRegisterPasses() {
 /// `options` must be a valid string ref; `error_callback`, if set, must accept `user_data`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rematCreatePass(options: MlirStringRef, error_callback: MlirStringCallback, user_data: *mut c_void) -> MlirPass {
-    let created = catch_unwind(|| remat_pass::create_remat_pass_from_options(&unsafe { string_of(options) }))
+    let created = catch_unwind(|| remat_pass::create_remat_pass_from_options(&remat_mlir::ir::string_ref_to_string(options)))
         .unwrap_or_else(|_| Err("internal error creating the remat pass (panic)".into()));
     match created {
         Ok(pass) => pass,
@@ -99,7 +99,7 @@ unsafe fn plan_and_report(
     plan: impl FnOnce(MlirOperation, &remat_pass::RematOptions) -> Result<remat_pass::Report, MlirError>,
 ) -> MlirLogicalResult {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let options = remat_pass::parse_pipeline_options(&unsafe { string_of(options) })
+        let options = remat_pass::parse_pipeline_options(&remat_mlir::ir::string_ref_to_string(options))
             .map_err(|message| MlirError { location: None, message: format!("invalid remat options: {message}") })?;
         plan(op, &options)
     }))
@@ -115,13 +115,6 @@ unsafe fn plan_and_report(
             MlirLogicalResult { value: 0 }
         }
     }
-}
-
-unsafe fn string_of(s: MlirStringRef) -> String {
-    if s.data.is_null() || s.length == 0 {
-        return String::new();
-    }
-    String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(s.data as *const u8, s.length) }).into_owned()
 }
 
 unsafe fn send(callback: MlirStringCallback, user_data: *mut c_void, text: &str) {

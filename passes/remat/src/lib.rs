@@ -17,7 +17,7 @@ pub use report::{Report, REPORT_SCHEMA_VERSION};
 use melior::pass::{create_external, ExternalPass, Pass, RunExternalPass};
 use melior::ir::OperationRef;
 use melior::ContextRef;
-use remat_mlir::{apply_plan, emit_error, ImportedFunction, MlirError};
+use remat_mlir::{apply_plan, emit_error, ir, ImportedFunction, MlirError};
 use remat_planners::{plan_within_budget, MeasuredPlan};
 
 /// A function planned (not yet rewritten): the graph, the plan, and its report.
@@ -72,13 +72,11 @@ pub unsafe fn run_on_operation(op: mlir_sys::MlirOperation, options: &RematOptio
 /// `op` must be a live operation, not concurrently modified.
 pub unsafe fn plan_operation(op: mlir_sys::MlirOperation, options: &RematOptions) -> Result<Report, MlirError> {
     use mlir_sys::*;
-    let name = |op: MlirOperation| string_of(unsafe { mlirIdentifierStr(mlirOperationGetName(op)) });
     let parent = unsafe { mlirOperationGetParentOperation(op) };
     let mut options = options.clone();
-    let copy = if name(op) != "builtin.module" && !parent.ptr.is_null() && name(parent) == "builtin.module" {
-        let symbol = unsafe { mlirOperationGetAttributeByName(op, string_ref("sym_name")) };
-        if !symbol.ptr.is_null() && unsafe { mlirAttributeIsAString(symbol) } {
-            options.function = Some(string_of(unsafe { mlirStringAttrGetValue(symbol) }));
+    let copy = if ir::op_name(op) != "builtin.module" && !parent.ptr.is_null() && ir::op_name(parent) == "builtin.module" {
+        if let Some(symbol) = ir::string_attribute(op, "sym_name") {
+            options.function = Some(symbol);
         }
         unsafe { mlirOperationClone(parent) }
     } else {
@@ -110,14 +108,11 @@ static PASS_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// # Safety
 /// `op` must be a live operation.
 unsafe fn skipped_by_pass(op: mlir_sys::MlirOperation) -> bool {
-    use mlir_sys::*;
-    let name = |op: MlirOperation| string_of(unsafe { mlirIdentifierStr(mlirOperationGetName(op)) });
-    let parent = unsafe { mlirOperationGetParentOperation(op) };
-    if name(op) != "func.func" || parent.ptr.is_null() || name(parent) != "builtin.module" {
-        return false;
-    }
-    let visibility = unsafe { mlirOperationGetAttributeByName(op, string_ref("sym_visibility")) };
-    !visibility.ptr.is_null() && unsafe { mlirAttributeIsAString(visibility) } && string_of(unsafe { mlirStringAttrGetValue(visibility) }) == "private"
+    let parent = unsafe { mlir_sys::mlirOperationGetParentOperation(op) };
+    ir::op_name(op) == "func.func"
+        && !parent.ptr.is_null()
+        && ir::op_name(parent) == "builtin.module"
+        && ir::string_attribute(op, "sym_visibility").as_deref() == Some("private")
 }
 
 #[derive(Clone)]
@@ -174,13 +169,6 @@ unsafe extern "C" {
     ) -> bool;
 }
 
-fn string_of(s: mlir_sys::MlirStringRef) -> String {
-    if s.data.is_null() {
-        return String::new();
-    }
-    String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(s.data as *const u8, s.length) }).into_owned()
-}
-
 fn string_ref(s: &str) -> mlir_sys::MlirStringRef {
     mlir_sys::MlirStringRef { data: s.as_ptr() as *const std::ffi::c_char, length: s.len() }
 }
@@ -193,7 +181,7 @@ unsafe fn options_of(names: *const mlir_sys::MlirStringRef, values: *const mlir_
     let (names, values) = unsafe { (std::slice::from_raw_parts(names, count as usize), std::slice::from_raw_parts(values, count as usize)) };
     let mut options = RematOptions::default();
     for (name, value) in names.iter().zip(values) {
-        options.set(&string_of(*name), &string_of(*value))?;
+        options.set(&ir::string_ref_to_string(*name), &ir::string_ref_to_string(*value))?;
     }
     Ok(options)
 }
@@ -263,7 +251,7 @@ pub fn register_remat_pass() {
 }
 
 unsafe extern "C" fn append_message(message: mlir_sys::MlirStringRef, user_data: *mut std::ffi::c_void) {
-    unsafe { (*(user_data as *mut String)).push_str(&string_of(message)) };
+    unsafe { (*(user_data as *mut String)).push_str(&ir::string_ref_to_string(message)) };
 }
 
 /// A `remat` pass configured by `options` in the pipeline's syntax (`strategy=treewidth
