@@ -240,18 +240,23 @@ extern "C" void rematRegisterPass() {
   (void)registered;
 }
 
+/// An option-parsing error handler that passes the message to `error`.
+static auto reportTo(MlirStringCallback error, void *userData) {
+  return [=](const llvm::Twine &message) {
+    std::string text = message.str();
+    if (error)
+      error(MlirStringRef{text.data(), text.size()}, userData);
+    return mlir::failure();
+  };
+}
+
 /// A `remat` pass configured by `options` (the pipeline syntax, without
 /// braces), or null after passing the reason to `error`.
 extern "C" MlirPass rematCreatePassFromOptions(MlirStringRef options,
                                                MlirStringCallback error,
                                                void *userData) {
   auto pass = std::make_unique<RematPass>();
-  auto report = [&](const llvm::Twine &message) {
-    std::string text = message.str();
-    if (error)
-      error(MlirStringRef{text.data(), text.size()}, userData);
-    return mlir::failure();
-  };
+  auto report = reportTo(error, userData);
   if (mlir::failed(pass->initializeOptions(unwrap(options), report)))
     return MlirPass{nullptr};
   return wrap(static_cast<mlir::Pass *>(pass.release()));
@@ -265,12 +270,7 @@ extern "C" bool rematWithParsedOptions(
                 intptr_t count, void *useData),
     void *useData) {
   RematPass pass;
-  auto report = [&](const llvm::Twine &message) {
-    std::string text = message.str();
-    if (error)
-      error(MlirStringRef{text.data(), text.size()}, errorData);
-    return mlir::failure();
-  };
+  auto report = reportTo(error, errorData);
   if (mlir::failed(pass.initializeOptions(unwrap(options), report)))
     return false;
   return pass.withOptions([&](const MlirStringRef *names,
