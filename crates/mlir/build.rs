@@ -21,7 +21,11 @@ fn main() {
     let mut archives: Vec<PathBuf> = match std::fs::read_dir(&libdir) {
         Ok(entries) => entries
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libMLIRCAPI") && n.ends_with(".a")))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("libMLIRCAPI") && n.ends_with(".a"))
+            })
             .collect(),
         Err(e) => panic!("cannot read MLIR's library directory {}: {e} (set MLIR_SYS_220_PREFIX)", libdir.display()),
     };

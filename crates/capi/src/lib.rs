@@ -50,9 +50,14 @@ pub extern "C" fn rematRegisterPasses() {
 /// # Safety
 /// `options` must be a valid string ref; `error_callback`, if set, must accept `user_data`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn rematCreatePass(options: MlirStringRef, error_callback: MlirStringCallback, user_data: *mut c_void) -> MlirPass {
-    let created = catch_unwind(|| remat_pass::create_remat_pass_from_options(&remat_mlir::ir::string_ref_to_string(options)))
-        .unwrap_or_else(|_| Err("internal error creating the remat pass (panic)".into()));
+pub unsafe extern "C" fn rematCreatePass(
+    options: MlirStringRef,
+    error_callback: MlirStringCallback,
+    user_data: *mut c_void,
+) -> MlirPass {
+    let created =
+        catch_unwind(|| remat_pass::create_remat_pass_from_options(&remat_mlir::ir::string_ref_to_string(options)))
+            .unwrap_or_else(|_| Err("internal error creating the remat pass (panic)".into()));
     match created {
         Ok(pass) => pass,
         Err(message) => {
@@ -68,8 +73,15 @@ pub unsafe extern "C" fn rematCreatePass(options: MlirStringRef, error_callback:
 /// `op` must be a live operation no one else modifies meanwhile; the callback as for
 /// [`rematCreatePass`].
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn rematPlan(op: MlirOperation, options: MlirStringRef, report_callback: MlirStringCallback, user_data: *mut c_void) -> MlirLogicalResult {
-    unsafe { plan_and_report(op, options, report_callback, user_data, |op, options| remat_pass::plan_operation(op, options)) }
+pub unsafe extern "C" fn rematPlan(
+    op: MlirOperation,
+    options: MlirStringRef,
+    report_callback: MlirStringCallback,
+    user_data: *mut c_void,
+) -> MlirLogicalResult {
+    unsafe {
+        plan_and_report(op, options, report_callback, user_data, |op, options| remat_pass::plan_operation(op, options))
+    }
 }
 
 /// `rematRun`.
@@ -77,12 +89,20 @@ pub unsafe extern "C" fn rematPlan(op: MlirOperation, options: MlirStringRef, re
 /// # Safety
 /// As for [`rematPlan`].
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn rematRun(op: MlirOperation, options: MlirStringRef, report_callback: MlirStringCallback, user_data: *mut c_void) -> MlirLogicalResult {
+pub unsafe extern "C" fn rematRun(
+    op: MlirOperation,
+    options: MlirStringRef,
+    report_callback: MlirStringCallback,
+    user_data: *mut c_void,
+) -> MlirLogicalResult {
     unsafe {
         plan_and_report(op, options, report_callback, user_data, |op, options| {
             let report = remat_pass::run_on_operation(op, options)?;
             if !mlir_sys::mlirOperationVerify(op) {
-                return Err(MlirError { location: None, message: "internal error: the rewritten operation does not verify".into() });
+                return Err(MlirError {
+                    location: None,
+                    message: "internal error: the rewritten operation does not verify".into(),
+                });
             }
             Ok(report)
         })

@@ -160,7 +160,9 @@ fn string_list(record: &Map<String, Value>, field: &str, what: &str) -> Result<V
 /// A decimal string or a JSON number, as an integer.
 fn integer(value: &Value) -> Option<i64> {
     match value {
-        Value::Number(n) => n.as_i64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9e15).map(|f| f as i64)),
+        Value::Number(n) => {
+            n.as_i64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9e15).map(|f| f as i64))
+        }
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
     }
@@ -287,7 +289,9 @@ impl Reader {
         }
         let tensor = self.names.get(name).copied().ok_or_else(|| format!("MEMORY for unknown tensor \"{name}\""))?;
         if !self.tensors[tensor].constant {
-            return Err(format!("MEMORY for \"{name}\", which is neither a result of the CALL before it nor a CONSTANT"));
+            return Err(format!(
+                "MEMORY for \"{name}\", which is neither a result of the CALL before it nor a CONSTANT"
+            ));
         }
         self.tensors[tensor].storage_bytes = bytes;
         self.builder.node_mut(self.tensors[tensor].node).bytes = bytes;
@@ -297,7 +301,8 @@ impl Reader {
     fn alias(&mut self, record: &Map<String, Value>) -> Result<(), String> {
         let name = string_field(record, "NAME", "ALIAS")?;
         let raw = record.get("ALIAS").ok_or_else(|| format!("ALIAS of \"{name}\" without \"ALIAS\""))?;
-        let index = integer(raw).ok_or_else(|| format!("ALIAS of \"{name}\" must be an argument index or -1, found {raw}"))?;
+        let index =
+            integer(raw).ok_or_else(|| format!("ALIAS of \"{name}\" must be an argument index or -1, found {raw}"))?;
         let known = self.names.contains_key(name);
         let Some((result, arity)) = self.pending_result(name) else {
             return Err(if known {
@@ -309,7 +314,9 @@ impl Reader {
         result.alias = match index {
             -1 => None,
             i if i >= 0 && (i as u64) < arity as u64 => Some(i as usize),
-            i => return Err(format!("ALIAS index {i} of \"{name}\" is out of range: the call has {arity} argument(s)")),
+            i => {
+                return Err(format!("ALIAS index {i} of \"{name}\" is out of range: the call has {arity} argument(s)"))
+            }
         };
         Ok(())
     }
@@ -325,7 +332,8 @@ impl Reader {
                 None => call.op.clone(),
             };
             let bytes = fresh.iter().map(|r| r.bytes).sum();
-            let spec = NodeSpec::op(name, bytes, call.cost).backward(call.backward).origin(call.op.clone(), origin.clone());
+            let spec =
+                NodeSpec::op(name, bytes, call.cost).backward(call.backward).origin(call.op.clone(), origin.clone());
             let preds: Vec<NodeId> = call.args.iter().map(|&a| self.tensors[a].node).collect();
             let node = self.builder.add(spec, &preds);
             self.order.push(node);
@@ -382,7 +390,8 @@ impl Reader {
         };
         let sizes: Vec<u64> = mutated.iter().map(|m| self.tensors[self.names[*m]].storage_bytes).collect();
         let bytes = sizes.iter().sum();
-        let spec = NodeSpec::op(name, bytes, cost).backward(self.backward).origin(op, Some(format!("line {}", self.line)));
+        let spec =
+            NodeSpec::op(name, bytes, cost).backward(self.backward).origin(op, Some(format!("line {}", self.line)));
         let preds: Vec<NodeId> = args.iter().map(|&a| self.tensors[a].node).collect();
         let node = self.builder.add(spec, &preds);
         self.order.push(node);
@@ -440,10 +449,19 @@ mod tests {
         assert_eq!(
             names(&g, order.iter().copied()),
             [
-                "linear h1", "linear h2", "linear h3", "linear h4", "mse_loss loss",
-                "mse_loss_backward g4", "linear_backward_weight gw4", "linear_backward_input g3",
-                "linear_backward_weight gw3", "linear_backward_input g2", "linear_backward_weight gw2",
-                "linear_backward_input g1", "linear_backward_weight gw1",
+                "linear h1",
+                "linear h2",
+                "linear h3",
+                "linear h4",
+                "mse_loss loss",
+                "mse_loss_backward g4",
+                "linear_backward_weight gw4",
+                "linear_backward_input g3",
+                "linear_backward_weight gw3",
+                "linear_backward_input g2",
+                "linear_backward_weight gw2",
+                "linear_backward_input g1",
+                "linear_backward_weight gw1",
             ]
         );
         // What is still referenced at the end: the loss and the weight gradients.
@@ -469,10 +487,7 @@ mod tests {
         // By hand: activations 1000 bytes, weight gradients 100, the loss 4. h4 dies after
         // mse_loss_backward, g4 after g3 is made, and so on.
         let sim = simulate(&g, &order).unwrap();
-        assert_eq!(
-            sim.step_bytes,
-            [1000, 2000, 3000, 4000, 4004, 5004, 4104, 4104, 3204, 3204, 2304, 2304, 1404]
-        );
+        assert_eq!(sim.step_bytes, [1000, 2000, 3000, 4000, 4004, 5004, 4104, 4104, 3204, 3204, 2304, 2304, 1404]);
         assert_eq!((sim.peak_bytes, sim.peak_step), (5004, Some(5)));
         assert_eq!(sim.cost, 4.0 * 10.0 + 2.0 + 2.0 + 4.0 * 10.0 + 3.0 * 10.0);
     }
@@ -607,7 +622,8 @@ mod tests {
         assert!(g.is_empty() && order.is_empty());
     }
 
-    const CONSTANT_X: &str = "{\"INSTRUCTION\":\"CONSTANT\",\"NAME\":\"x\"}\n{\"INSTRUCTION\":\"MEMORY\",\"NAME\":\"x\",\"MEMORY\":\"8\"}\n";
+    const CONSTANT_X: &str =
+        "{\"INSTRUCTION\":\"CONSTANT\",\"NAME\":\"x\"}\n{\"INSTRUCTION\":\"MEMORY\",\"NAME\":\"x\",\"MEMORY\":\"8\"}\n";
 
     fn with_x(rest: &str) -> String {
         format!("{CONSTANT_X}{rest}")
@@ -633,7 +649,8 @@ mod tests {
 
     #[test]
     fn use_before_definition_names_its_line() {
-        let call = "{\"INSTRUCTION\":\"CALL\",\"NAME\":\"f\",\"RESULT\":[\"y\"],\"ARGS\":[\"x\",\"u\"],\"TIME\":\"1\"}\n";
+        let call =
+            "{\"INSTRUCTION\":\"CALL\",\"NAME\":\"f\",\"RESULT\":[\"y\"],\"ARGS\":[\"x\",\"u\"],\"TIME\":\"1\"}\n";
         let err = error(&with_x(call));
         assert_eq!(err.line, 3);
         assert!(err.message.contains("\"u\" is used before it is defined"), "{err}");
@@ -687,14 +704,20 @@ mod tests {
             assert_eq!((err.line, err.message.as_str()), (5, message));
         }
         let err = error(&with_x("{\"INSTRUCTION\":\"ALIAS\",\"NAME\":\"x\",\"ALIAS\":\"-1\"}\n"));
-        assert_eq!((err.line, err.message.as_str()), (3, "ALIAS for \"x\", which is not a result of the CALL before it"));
+        assert_eq!(
+            (err.line, err.message.as_str()),
+            (3, "ALIAS for \"x\", which is not a result of the CALL before it")
+        );
     }
 
     #[test]
     fn other_malformed_lines_name_their_line() {
         let mutate = "{\"INSTRUCTION\":\"MUTATE\",\"NAME\":\"add_\",\"ARGS\":[\"x\"],\"MUTATE\":[1]}\n";
         let err = error(&with_x(mutate));
-        assert_eq!((err.line, err.message.as_str()), (3, "MUTATE add_: MUTATE index 1 is out of range: the call has 1 argument(s)"));
+        assert_eq!(
+            (err.line, err.message.as_str()),
+            (3, "MUTATE add_: MUTATE index 1 is out of range: the call has 1 argument(s)")
+        );
         let call = "{\"INSTRUCTION\":\"CALL\",\"NAME\":\"f\",\"RESULT\":[\"y\"],\"ARGS\":[\"x\"],\"TIME\":\"soon\"}\n";
         let err = error(&with_x(call));
         assert_eq!(err.line, 3);

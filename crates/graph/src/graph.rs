@@ -213,11 +213,7 @@ impl GraphBuilder {
             let node = NodeId(i as u32);
             for &p in preds {
                 if p.index() >= n {
-                    return Err(GraphError::UnknownPredecessor {
-                        node,
-                        name: self.nodes[i].name.clone(),
-                        pred: p,
-                    });
+                    return Err(GraphError::UnknownPredecessor { node, name: self.nodes[i].name.clone(), pred: p });
                 }
                 succs[p.index()].push(node);
             }
@@ -226,7 +222,11 @@ impl GraphBuilder {
             }
             if let Some(source) = self.nodes[i].view_of {
                 if !preds.contains(&source) {
-                    return Err(GraphError::ViewSourceNotInput { node, name: self.nodes[i].name.clone(), view_source: source });
+                    return Err(GraphError::ViewSourceNotInput {
+                        node,
+                        name: self.nodes[i].name.clone(),
+                        view_source: source,
+                    });
                 }
                 // Keeps the memory model simple and exact: re-making a view after its source
                 // is recomputed never revives another buffer. In-place updates (impure views)

@@ -58,18 +58,13 @@ fn flag(node: &Map<String, Value>, field: &str, index: usize) -> Result<Option<b
 
 /// Reads a graph from node-link JSON text.
 pub fn read_graph(text: &str) -> Result<Graph, JsonError> {
-    let doc: Value = serde_json::from_str(text).map_err(|e| JsonError {
-        message: format!("invalid JSON: {e}"),
-        line_col: Some((e.line(), e.column())),
-    })?;
+    let doc: Value = serde_json::from_str(text)
+        .map_err(|e| JsonError { message: format!("invalid JSON: {e}"), line_col: Some((e.line(), e.column())) })?;
     let doc = doc.as_object().ok_or_else(|| JsonError::new("a graph JSON document must be an object"))?;
     if doc.get("directed") == Some(&Value::Bool(false)) {
         return Err(JsonError::new("the graph must be directed (\"directed\": true)"));
     }
-    let nodes = doc
-        .get("nodes")
-        .and_then(Value::as_array)
-        .ok_or_else(|| JsonError::new("missing \"nodes\" array"))?;
+    let nodes = doc.get("nodes").and_then(Value::as_array).ok_or_else(|| JsonError::new("missing \"nodes\" array"))?;
     let links = match doc.get("links").or_else(|| doc.get("edges")) {
         Some(Value::Array(links)) => links.as_slice(),
         Some(_) => return Err(JsonError::new("\"links\" must be an array")),
@@ -96,7 +91,10 @@ pub fn read_graph(text: &str) -> Result<Graph, JsonError> {
         let source = lookup(link.get("source").unwrap_or(&Value::Null), "link source")?;
         let target = lookup(link.get("target").unwrap_or(&Value::Null), "link target")?;
         if source == target {
-            return Err(JsonError::new(format!("link #{index} is a self-loop on node {}", nodes[source.index()]["id"])));
+            return Err(JsonError::new(format!(
+                "link #{index} is a self-loop on node {}",
+                nodes[source.index()]["id"]
+            )));
         }
         preds[target.index()].push(source);
         has_succ[source.index()] = true;
@@ -121,7 +119,8 @@ pub fn read_graph(text: &str) -> Result<Graph, JsonError> {
         let input = flag(node, "input", index)?.unwrap_or(false);
         let output = flag(node, "output", index)?;
         any_output |= output == Some(true);
-        let mut spec = if input { NodeSpec::argument(name, bytes as u64) } else { NodeSpec::op(name, bytes as u64, cost) };
+        let mut spec =
+            if input { NodeSpec::argument(name, bytes as u64) } else { NodeSpec::op(name, bytes as u64, cost) };
         spec = spec.with_output(output.unwrap_or(false));
         spec = spec.backward(flag(node, "backward", index)?.unwrap_or(false));
         if flag(node, "pure", index)? == Some(false) {
@@ -189,7 +188,8 @@ pub fn write_schedule(function: &str, strategy: &str, steps: &[NodeId], transfer
     let mut doc = json!({"function": function, "strategy": strategy, "steps": steps});
     if !transfers.is_empty() {
         // Step indices: [instance, offload_after, prefetch_before] (simulate_with_transfers).
-        doc["transfers"] = json!(transfers.iter().map(|t| [t.instance, t.offload_after, t.prefetch_before]).collect::<Vec<_>>());
+        doc["transfers"] =
+            json!(transfers.iter().map(|t| [t.instance, t.offload_after, t.prefetch_before]).collect::<Vec<_>>());
     }
     let mut text = serde_json::to_string(&doc).expect("JSON values always serialize");
     text.push('\n');
@@ -237,7 +237,10 @@ mod tests {
         assert_eq!(err.line_col, Some((1, 12)));
         let err = read_graph(r#"{"nodes": [{"id": 0}], "links": [{"source": 0, "target": 7}]}"#).unwrap_err();
         assert!(err.message.contains("link target 7 names no node"), "{}", err.message);
-        let err = read_graph(r#"{"nodes": [{"id": 0}, {"id": 1}], "links": [{"source": 0, "target": 1}, {"source": 1, "target": 0}]}"#).unwrap_err();
+        let err = read_graph(
+            r#"{"nodes": [{"id": 0}, {"id": 1}], "links": [{"source": 0, "target": 1}, {"source": 1, "target": 0}]}"#,
+        )
+        .unwrap_err();
         assert!(err.message.contains("cycle"), "{}", err.message);
     }
 }

@@ -32,7 +32,10 @@ pub mod units;
 pub use bounds::lower_bound;
 pub use dtrlog::{looks_like_dtr_log, read_dtr_log, DtrLogError};
 pub use graph::{Graph, GraphBuilder, GraphError, Node, NodeId, NodeSpec};
-pub use simulate::{lifetimes, simulate, simulate_with_transfers, validate, Lifetimes, ScheduleError, ScheduleErrorKind, Simulation, Transfer};
+pub use simulate::{
+    lifetimes, simulate, simulate_with_transfers, validate, Lifetimes, ScheduleError, ScheduleErrorKind, Simulation,
+    Transfer,
+};
 
 /// A plan: node executions in order. A node that occurs twice is recomputed.
 pub type Schedule = Vec<NodeId>;

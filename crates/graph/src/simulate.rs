@@ -58,7 +58,9 @@ impl ScheduleError {
         let at = self.step.map(|s| format!("step {s}: ")).unwrap_or_default();
         match &self.kind {
             ScheduleErrorKind::UnknownNode => format!("{at}node {} does not exist", self.node),
-            ScheduleErrorKind::ExecutesArgument => format!("{at}node {} is an argument and cannot be executed", self.node),
+            ScheduleErrorKind::ExecutesArgument => {
+                format!("{at}node {} is an argument and cannot be executed", self.node)
+            }
             ScheduleErrorKind::InputNotComputed(p) => {
                 format!("{at}node {} uses node {p}, which no earlier step computed", self.node)
             }
@@ -118,11 +120,7 @@ pub fn validate(graph: &Graph, schedule: &[NodeId]) -> Result<(), ScheduleError>
         }
         for &p in graph.preds(node) {
             if !graph.node(p).argument && executed[p.index()] == 0 {
-                return Err(ScheduleError {
-                    kind: ScheduleErrorKind::InputNotComputed(p),
-                    step: Some(step),
-                    node,
-                });
+                return Err(ScheduleError { kind: ScheduleErrorKind::InputNotComputed(p), step: Some(step), node });
             }
         }
         if !info.pure && executed[node.index()] > 0 {
@@ -219,7 +217,11 @@ pub fn simulate(graph: &Graph, schedule: &[NodeId]) -> Result<Simulation, Schedu
 /// from; no step inside the window may read it, and a step at or after the prefetch must
 /// read it, before its node runs again (or it is an output). Windows of one instance must
 /// not overlap.
-pub fn simulate_with_transfers(graph: &Graph, schedule: &[NodeId], transfers: &[Transfer]) -> Result<Simulation, ScheduleError> {
+pub fn simulate_with_transfers(
+    graph: &Graph,
+    schedule: &[NodeId],
+    transfers: &[Transfer],
+) -> Result<Simulation, ScheduleError> {
     let Lifetimes { end, view_source, mut step_bytes, cost, recomputations } = lifetimes(graph, schedule)?;
     let steps = schedule.len();
     let mut host_step_bytes = vec![0u64; steps];
@@ -253,11 +255,26 @@ pub fn simulate_with_transfers(graph: &Graph, schedule: &[NodeId], transfers: &[
         }
     }
     let host_peak_bytes = host_step_bytes.iter().copied().max().unwrap_or(0);
-    Ok(Simulation { step_bytes, peak_bytes, peak_step, cost, recomputations, host_step_bytes, host_peak_bytes, offloaded_bytes })
+    Ok(Simulation {
+        step_bytes,
+        peak_bytes,
+        peak_step,
+        cost,
+        recomputations,
+        host_step_bytes,
+        host_peak_bytes,
+        offloaded_bytes,
+    })
 }
 
 /// The rules of [`simulate_with_transfers`], for a schedule that is valid already.
-fn check_transfers(graph: &Graph, schedule: &[NodeId], transfers: &[Transfer], end: &[usize], view_source: &[Option<usize>]) -> Result<(), ScheduleError> {
+fn check_transfers(
+    graph: &Graph,
+    schedule: &[NodeId],
+    transfers: &[Transfer],
+    end: &[usize],
+    view_source: &[Option<usize>],
+) -> Result<(), ScheduleError> {
     let steps = schedule.len();
     let fail = |t: &Transfer, step: usize, why: &'static str| {
         let node = schedule.get(t.instance).copied().unwrap_or(NodeId(0));
@@ -270,7 +287,11 @@ fn check_transfers(graph: &Graph, schedule: &[NodeId], transfers: &[Transfer], e
             return fail(t, t.instance.min(steps.saturating_sub(1)), "a step index is past the end of the schedule");
         }
         if t.offload_after < t.instance || t.prefetch_before <= t.offload_after {
-            return fail(t, t.offload_after, "it must be offloaded after it is computed and prefetched after it is offloaded");
+            return fail(
+                t,
+                t.offload_after,
+                "it must be offloaded after it is computed and prefetched after it is offloaded",
+            );
         }
         let node = schedule[t.instance];
         if graph.node(node).view_of.is_some() || graph.node(node).bytes == 0 {
@@ -410,13 +431,18 @@ mod tests {
         let twice = simulate_with_transfers(
             &g,
             &schedule,
-            &[Transfer { instance: 0, offload_after: 1, prefetch_before: 3 }, Transfer { instance: 0, offload_after: 2, prefetch_before: 4 }],
+            &[
+                Transfer { instance: 0, offload_after: 1, prefetch_before: 3 },
+                Transfer { instance: 0, offload_after: 2, prefetch_before: 4 },
+            ],
         );
         assert!(matches!(twice.unwrap_err().kind, ScheduleErrorKind::InvalidTransfer(w) if w.contains("overlaps")));
         // Once A is recomputed (step 3), E reads the new instance: the first one has no reader
         // after step 1 to prefetch for.
         let remat = [a, b, c, a, d, e];
-        let err = simulate_with_transfers(&g, &remat, &[Transfer { instance: 0, offload_after: 1, prefetch_before: 5 }]).unwrap_err();
+        let err =
+            simulate_with_transfers(&g, &remat, &[Transfer { instance: 0, offload_after: 1, prefetch_before: 5 }])
+                .unwrap_err();
         assert!(matches!(err.kind, ScheduleErrorKind::InvalidTransfer(w) if w.contains("nothing reads")));
     }
 }

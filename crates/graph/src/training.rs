@@ -59,7 +59,8 @@ impl FeedForward {
         let elementwise = a as f64;
         let matmul = 2.0 * (a + w) as f64;
         let x = g.add(NodeSpec::argument("x", a), &[]);
-        let weights: Vec<NodeId> = (0..self.depth).map(|i| g.add(NodeSpec::argument(format!("w{i}"), w), &[])).collect();
+        let weights: Vec<NodeId> =
+            (0..self.depth).map(|i| g.add(NodeSpec::argument(format!("w{i}"), w), &[])).collect();
         let mut inputs = Vec::with_capacity(self.depth);
         let mut pre_activations = Vec::with_capacity(self.depth);
         let mut h = x;
@@ -80,7 +81,11 @@ impl FeedForward {
             g.add(NodeSpec::op(format!("w{i}_new"), w, matmul).backward(true).output(), &[weights[i], dz, inputs[i]]);
             if i > 0 {
                 let back = g.add(NodeSpec::op(format!("dh{i}"), a, matmul).backward(true), &[weights[i], dz]);
-                dh = if self.residual { g.add(NodeSpec::op(format!("dr{i}"), a, elementwise).backward(true), &[back, dh]) } else { back };
+                dh = if self.residual {
+                    g.add(NodeSpec::op(format!("dr{i}"), a, elementwise).backward(true), &[back, dh])
+                } else {
+                    back
+                };
             }
         }
         g.finish().expect("edges point backwards, so the graph is a DAG")
@@ -282,7 +287,8 @@ impl RandomLayered {
         let mut rng = crate::random::SplitMix64::new(self.seed);
         let mut net = Autodiff::default();
         let x = net.g.add(NodeSpec::argument("x", self.activation_bytes), &[]);
-        let first: Vec<NodeId> = (0..self.width).map(|j| net.conv(&format!("in{j}"), x, self.activation_bytes)).collect();
+        let first: Vec<NodeId> =
+            (0..self.width).map(|j| net.conv(&format!("in{j}"), x, self.activation_bytes)).collect();
         let mut layers = vec![first];
         for l in 1..self.layers {
             let mut layer = Vec::with_capacity(self.width);
@@ -323,7 +329,9 @@ impl RandomLayered {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Op {
     /// Reads its input and weight: `dx = convᵀ(dy, w)`, `w' = w − η·corr(x, dy)`.
-    Conv { weight: NodeId },
+    Conv {
+        weight: NodeId,
+    },
     /// `dx = dy · (y > 0)`: reads its output.
     Relu,
     /// Batch norm and pooling read their input.
@@ -383,7 +391,8 @@ impl Autodiff {
     /// and the updates.
     fn finish(mut self, logits: NodeId) -> Graph {
         let loss = self.g.add(NodeSpec::op("loss", 4, 1.0).output(), &[logits]);
-        let bytes_of = |tape: &[(Op, Vec<NodeId>, NodeId, u64)], v: NodeId| tape.iter().find(|t| t.2 == v).map_or(0, |t| t.3);
+        let bytes_of =
+            |tape: &[(Op, Vec<NodeId>, NodeId, u64)], v: NodeId| tape.iter().find(|t| t.2 == v).map_or(0, |t| t.3);
         let mut grads: std::collections::HashMap<NodeId, Vec<NodeId>> = std::collections::HashMap::new();
         let seed = self.g.add(NodeSpec::op("dloss", bytes_of(&self.tape, logits), 1.0).backward(true), &[loss, logits]);
         grads.insert(logits, vec![seed]);
@@ -394,14 +403,19 @@ impl Autodiff {
             let dy = if parts.len() == 1 {
                 parts[0]
             } else {
-                self.g.add(NodeSpec::op(format!("d{name}.sum"), *bytes, (*bytes * parts.len() as u64) as f64).backward(true), &parts)
+                self.g.add(
+                    NodeSpec::op(format!("d{name}.sum"), *bytes, (*bytes * parts.len() as u64) as f64).backward(true),
+                    &parts,
+                )
             };
             let mut contribute = |g: &mut GraphBuilder, x: NodeId, reads: &[NodeId], view: bool| {
                 if tape[..i].iter().all(|t| t.2 != x) {
                     return; // the network input: no gradient needed
                 }
                 let bytes = bytes_of(&tape, x);
-                let mut spec = NodeSpec::op(format!("d{name}/{}", g.node_mut(x).name), if view { 0 } else { bytes }, bytes as f64).backward(true);
+                let mut spec =
+                    NodeSpec::op(format!("d{name}/{}", g.node_mut(x).name), if view { 0 } else { bytes }, bytes as f64)
+                        .backward(true);
                 if view {
                     spec = spec.view_of(reads[0]);
                 }
@@ -411,7 +425,10 @@ impl Autodiff {
             match *op {
                 Op::Conv { weight } => {
                     let wb = self.g.node_mut(weight).bytes;
-                    self.g.add(NodeSpec::op(format!("{name}.w_new"), wb, 9.0 * *bytes as f64).backward(true).output(), &[weight, dy, inputs[0]]);
+                    self.g.add(
+                        NodeSpec::op(format!("{name}.w_new"), wb, 9.0 * *bytes as f64).backward(true).output(),
+                        &[weight, dy, inputs[0]],
+                    );
                     contribute(&mut self.g, inputs[0], &[dy, weight], false);
                 }
                 Op::Relu | Op::Softmax => contribute(&mut self.g, inputs[0], &[dy, *out], false),
@@ -472,7 +489,10 @@ mod tests {
         }
         // Six weighted ops per layer plus the embedding and the head, each updated.
         assert_eq!(t.outputs().count(), 3 * 6 + 2 + 1);
-        assert_eq!(Transformer::new(6).generate().op_count() - Transformer::new(5).generate().op_count(), t.op_count() - Transformer::new(2).generate().op_count());
+        assert_eq!(
+            Transformer::new(6).generate().op_count() - Transformer::new(5).generate().op_count(),
+            t.op_count() - Transformer::new(2).generate().op_count()
+        );
         let debug = |g: &Graph| format!("{g:?}");
         assert_eq!(debug(&RandomLayered::new(12).generate()), debug(&r), "seeded");
         assert_ne!(debug(&RandomLayered { seed: 1, ..RandomLayered::new(12) }.generate()), debug(&r));

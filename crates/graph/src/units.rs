@@ -52,13 +52,11 @@ pub fn parse_budget(text: &str) -> Result<Budget, String> {
         }
         return Ok(Budget::PercentOfBaseline(value));
     }
-    let (number, scale) = UNITS
-        .iter()
-        .find_map(|(suffix, scale)| t.strip_suffix(suffix).map(|n| (n.trim(), *scale)))
-        .unwrap_or((t, 1));
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("invalid budget '{text}': expected bytes, a size such as 6GiB or 512KiB, or a percentage such as 60%"))?;
+    let (number, scale) =
+        UNITS.iter().find_map(|(suffix, scale)| t.strip_suffix(suffix).map(|n| (n.trim(), *scale))).unwrap_or((t, 1));
+    let value: f64 = number.parse().map_err(|_| {
+        format!("invalid budget '{text}': expected bytes, a size such as 6GiB or 512KiB, or a percentage such as 60%")
+    })?;
     if !(value.is_finite() && value >= 0.0) {
         return Err(format!("invalid budget '{text}'"));
     }
@@ -77,7 +75,13 @@ impl fmt::Display for Bytes {
         }
         let (name, scale) = UNITS[..4].iter().find(|(_, s)| b >= *s).copied().unwrap_or(("KiB", 1024));
         let value = b as f64 / scale as f64;
-        let digits = if value >= 100.0 { 0 } else if value >= 10.0 { 1 } else { 2 };
+        let digits = if value >= 100.0 {
+            0
+        } else if value >= 10.0 {
+            1
+        } else {
+            2
+        };
         write!(f, "{value:.digits$} {name}")
     }
 }

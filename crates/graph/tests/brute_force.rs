@@ -13,7 +13,14 @@ fn brute_force_memory(g: &Graph, schedule: &[NodeId]) -> Vec<u64> {
     // instance read by step k for input p: the latest step before k that executed p.
     let latest_before = |p: NodeId, k: usize| (0..k).rev().find(|&j| schedule[j] == p);
     let final_instance = |node: NodeId| (0..n).rev().find(|&j| schedule[j] == node);
-    fn resident(g: &Graph, schedule: &[NodeId], j: usize, i: usize, lb: &dyn Fn(NodeId, usize) -> Option<usize>, fi: &dyn Fn(NodeId) -> Option<usize>) -> bool {
+    fn resident(
+        g: &Graph,
+        schedule: &[NodeId],
+        j: usize,
+        i: usize,
+        lb: &dyn Fn(NodeId, usize) -> Option<usize>,
+        fi: &dyn Fn(NodeId) -> Option<usize>,
+    ) -> bool {
         if j > i {
             return false;
         }
@@ -48,7 +55,8 @@ fn brute_force_memory(g: &Graph, schedule: &[NodeId]) -> Vec<u64> {
 /// right before random later users.
 fn random_schedule(g: &Graph, seed: u64) -> Vec<NodeId> {
     let mut rng = SplitMix64::new(seed);
-    let mut indegree: Vec<usize> = g.ids().map(|id| g.preds(id).iter().filter(|p| !g.node(**p).argument).count()).collect();
+    let mut indegree: Vec<usize> =
+        g.ids().map(|id| g.preds(id).iter().filter(|p| !g.node(**p).argument).count()).collect();
     let mut ready: Vec<NodeId> = g.ids().filter(|&id| !g.node(id).argument && indegree[id.index()] == 0).collect();
     let mut order = Vec::new();
     while !ready.is_empty() {

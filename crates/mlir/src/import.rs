@@ -105,7 +105,10 @@ pub(crate) fn select_function(module_body: MlirBlock, module_op: Op, wanted: Opt
         [(_, op)] => Ok(*op),
         many => many.iter().find(|(n, _)| n == "main").map(|(_, op)| *op).ok_or_else(|| {
             let names: Vec<&str> = many.iter().map(|(n, _)| n.as_str()).collect();
-            error_at(module_op, format!("several public functions ({}); choose one with --function=NAME", names.join(", ")))
+            error_at(
+                module_op,
+                format!("several public functions ({}); choose one with --function=NAME", names.join(", ")),
+            )
         }),
     }
 }
@@ -115,7 +118,10 @@ fn single_block(func: Op) -> Result<MlirBlock, MlirError> {
     match ir::blocks(region).as_slice() {
         [block] => Ok(*block),
         [] => Err(error_at(func, "function has no body")),
-        _ => Err(error_at(func, "functions with more than one block are not supported; remat-opt plans straight-line training steps")),
+        _ => Err(error_at(
+            func,
+            "functions with more than one block are not supported; remat-opt plans straight-line training steps",
+        )),
     }
 }
 
@@ -194,7 +200,8 @@ fn sink_captured_inits(body: MlirBlock) {
             continue;
         }
         let result = ir::results(op)[0];
-        let nested: Vec<(Op, usize)> = ir::uses(result).into_iter().filter(|&(user, _)| !is_top_level_in(user, body)).collect();
+        let nested: Vec<(Op, usize)> =
+            ir::uses(result).into_iter().filter(|&(user, _)| !is_top_level_in(user, body)).collect();
         for (user, n) in nested {
             let clone = ir::clone_op(op);
             ir::insert_before(ir::op_block(user), user, clone);
@@ -217,8 +224,11 @@ fn untie_shared_inits(body: MlirBlock) {
         }
         let result = ir::results(op)[0];
         let uses = ir::uses(result);
-        let destination_uses: Vec<(Op, usize)> =
-            uses.iter().copied().filter(|&(user, n)| is_top_level_in(user, body) && ops::destination_operands(user).contains(&n)).collect();
+        let destination_uses: Vec<(Op, usize)> = uses
+            .iter()
+            .copied()
+            .filter(|&(user, n)| is_top_level_in(user, body) && ops::destination_operands(user).contains(&n))
+            .collect();
         let keep_first = destination_uses.len() == uses.len();
         for &(user, n) in destination_uses.iter().skip(keep_first as usize) {
             let clone = ir::clone_op(op);
@@ -300,7 +310,11 @@ fn is_top_level_in(op: Op, body: MlirBlock) -> bool {
 }
 
 /// Imports function `func` of a module into a graph, normalizing it first (see module docs).
-pub(crate) fn import_function(module_body: MlirBlock, func: Op, options: &ImportOptions) -> Result<ImportedFunction, MlirError> {
+pub(crate) fn import_function(
+    module_body: MlirBlock,
+    func: Op,
+    options: &ImportOptions,
+) -> Result<ImportedFunction, MlirError> {
     let name = ir::string_attribute(func, "sym_name").unwrap_or_default();
     let body = single_block(func)?;
     inline_private_calls(module_body, body)?;
@@ -406,7 +420,8 @@ pub(crate) fn import_function(module_body: MlirBlock, func: Op, options: &Import
             CostModel::Estimate => group.iter().map(|&op| ops::cost(op)).sum(),
         };
         let pure = group.iter().all(|&op| ops::is_pure(op));
-        let mut spec = NodeSpec::op(node_name(main, node), bytes, cost).origin(main_name, Some(ir::location_text(ir::location(main))));
+        let mut spec = NodeSpec::op(node_name(main, node), bytes, cost)
+            .origin(main_name, Some(ir::location_text(ir::location(main))));
         if !pure || in_place_destination.is_some() {
             spec = spec.impure();
         }
@@ -443,9 +458,16 @@ fn static_bytes(v: Val, op: Op, what: &str) -> Result<u64, MlirError> {
         ir::TypeBytes::Static(b) => Ok(b),
         ir::TypeBytes::Dynamic => Err(error_at(
             op,
-            format!("{what} has a dynamic shape ({}); remat-opt needs static shapes to size buffers", ir::type_text(ir::value_type(v))),
+            format!(
+                "{what} has a dynamic shape ({}); remat-opt needs static shapes to size buffers",
+                ir::type_text(ir::value_type(v))
+            ),
         )),
-        ir::TypeBytes::Unranked => Err(error_at(op, format!("{what} is an unranked tensor; remat-opt needs static shapes"))),
-        ir::TypeBytes::UnknownElement(t) => Err(error_at(op, format!("{what} has element type {t}, whose size remat-opt does not know"))),
+        ir::TypeBytes::Unranked => {
+            Err(error_at(op, format!("{what} is an unranked tensor; remat-opt needs static shapes")))
+        }
+        ir::TypeBytes::UnknownElement(t) => {
+            Err(error_at(op, format!("{what} has element type {t}, whose size remat-opt does not know")))
+        }
     }
 }

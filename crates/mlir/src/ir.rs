@@ -156,7 +156,11 @@ pub fn set_unit_attribute(op: Op, name: &str) {
     let c = CString::new(name).expect("attribute names have no NUL");
     unsafe {
         let ctx = mlirOperationGetContext(op);
-        mlirOperationSetDiscardableAttributeByName(op, mlirStringRefCreateFromCString(c.as_ptr()), mlirUnitAttrGet(ctx));
+        mlirOperationSetDiscardableAttributeByName(
+            op,
+            mlirStringRefCreateFromCString(c.as_ptr()),
+            mlirUnitAttrGet(ctx),
+        );
     }
 }
 
@@ -421,18 +425,27 @@ pub fn create_integer_constant(name: &str, t: MlirType, value: i64, loc: MlirLoc
 }
 
 /// Creates (unattached) a region-free op `name` from operands, result types and attributes.
-pub fn create_op(name: &str, operands: &[Val], result_types: &[MlirType], attributes: &[(&str, MlirAttribute)], loc: MlirLocation) -> Op {
+pub fn create_op(
+    name: &str,
+    operands: &[Val],
+    result_types: &[MlirType],
+    attributes: &[(&str, MlirAttribute)],
+    loc: MlirLocation,
+) -> Op {
     let op_name = CString::new(name).expect("op names have no NUL");
     unsafe {
         let ctx = mlirLocationGetContext(loc);
         let mut state = mlirOperationStateGet(mlirStringRefCreateFromCString(op_name.as_ptr()), loc);
         mlirOperationStateAddOperands(&mut state, operands.len() as isize, operands.as_ptr());
         mlirOperationStateAddResults(&mut state, result_types.len() as isize, result_types.as_ptr());
-        let names: Vec<CString> = attributes.iter().map(|(n, _)| CString::new(*n).expect("attribute names have no NUL")).collect();
+        let names: Vec<CString> =
+            attributes.iter().map(|(n, _)| CString::new(*n).expect("attribute names have no NUL")).collect();
         let named: Vec<MlirNamedAttribute> = names
             .iter()
             .zip(attributes)
-            .map(|(n, (_, a))| mlirNamedAttributeGet(mlirIdentifierGet(ctx, mlirStringRefCreateFromCString(n.as_ptr())), *a))
+            .map(|(n, (_, a))| {
+                mlirNamedAttributeGet(mlirIdentifierGet(ctx, mlirStringRefCreateFromCString(n.as_ptr())), *a)
+            })
             .collect();
         mlirOperationStateAddAttributes(&mut state, named.len() as isize, named.as_ptr());
         mlirOperationCreate(&mut state)

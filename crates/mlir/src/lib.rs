@@ -105,7 +105,10 @@ impl RematContext {
     /// Parses a module from text; `source_name` is used in locations (e.g. the file name).
     pub fn parse(&self, text: &str, source_name: &str) -> Result<Module<'_>, Vec<MlirError>> {
         if text.contains('\0') {
-            return Err(vec![MlirError { location: Some(format!("{source_name}:1:1")), message: "input contains a NUL byte".into() }]);
+            return Err(vec![MlirError {
+                location: Some(format!("{source_name}:1:1")),
+                message: "input contains a NUL byte".into(),
+            }]);
         }
         self.take_diagnostics();
         let c_text = std::ffi::CString::new(text).expect("checked for NUL above");
@@ -131,7 +134,10 @@ impl RematContext {
         match module {
             Some(m) if diagnostics.is_empty() => Ok(m),
             Some(_) => Err(diagnostics.into_iter().map(relabel).collect()),
-            None if diagnostics.is_empty() => Err(vec![MlirError { location: Some(source_name.into()), message: "could not parse the module".into() }]),
+            None if diagnostics.is_empty() => Err(vec![MlirError {
+                location: Some(source_name.into()),
+                message: "could not parse the module".into(),
+            }]),
             None => Err(diagnostics.into_iter().map(relabel).collect()),
         }
     }
@@ -191,6 +197,8 @@ pub unsafe fn import_operation(
             let func = import::select_function(body, op, function)?;
             import::import_function(body, func, options)
         }
-        other => Err(import::error_at(op, format!("the remat pass runs on func.func or builtin.module, not '{other}'"))),
+        other => {
+            Err(import::error_at(op, format!("the remat pass runs on func.func or builtin.module, not '{other}'")))
+        }
     }
 }

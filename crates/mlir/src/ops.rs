@@ -75,14 +75,18 @@ fn is_pure_alone(op: Op) -> bool {
     if PURE_TERMINATORS.contains(&name.as_str()) || is_constant(&name) {
         return true;
     }
-    let touches_memref = ir::operands(op).iter().chain(ir::results(op).iter()).any(|&v| ir::is_memref(ir::value_type(v)));
+    let touches_memref =
+        ir::operands(op).iter().chain(ir::results(op).iter()).any(|&v| ir::is_memref(ir::value_type(v)));
     if touches_memref {
         return false;
     }
     match dialect(&name) {
         "linalg" | "bufferization" if name != "bufferization.materialize_in_destination" => true,
         "stablehlo" => !STABLEHLO_IMPURE.contains(&name.as_str()),
-        "scf" => matches!(name.as_str(), "scf.for" | "scf.if" | "scf.while" | "scf.condition" | "scf.forall" | "scf.in_parallel"),
+        "scf" => matches!(
+            name.as_str(),
+            "scf.for" | "scf.if" | "scf.while" | "scf.condition" | "scf.forall" | "scf.in_parallel"
+        ),
         d => PURE_DIALECTS.contains(&d),
     }
 }
@@ -143,10 +147,7 @@ fn shape_of(v: ir::Val) -> Vec<u64> {
 
 fn body_op_count(op: Op) -> f64 {
     let nested = ir::nested_ops(op);
-    let work = nested
-        .iter()
-        .filter(|&&o| !PURE_TERMINATORS.contains(&ir::op_name(o).as_str()))
-        .count();
+    let work = nested.iter().filter(|&&o| !PURE_TERMINATORS.contains(&ir::op_name(o).as_str())).count();
     work.max(1) as f64
 }
 
@@ -188,11 +189,15 @@ pub(crate) fn cost(op: Op) -> f64 {
             let text = ir::attribute(op, "dimension_numbers").map(ir::attribute_text).unwrap_or_default();
             // `[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]`: the kernel's output-feature position.
             let kernel_spec = text.split('x').nth(1).and_then(|s| s.split("->").next()).unwrap_or("");
-            let o = kernel_spec.trim_matches(|c| c == '[' || c == ']' || c == ' ').split(',').position(|d| d.trim() == "o");
+            let o =
+                kernel_spec.trim_matches(|c| c == '[' || c == ']' || c == ' ').split(',').position(|d| d.trim() == "o");
             let cout = o.and_then(|o| rhs.get(o)).copied().unwrap_or(1).max(1) as f64;
             2.0 * out * elements(&rhs) / cout
         }
-        n if n.starts_with("linalg.conv") || n.starts_with("linalg.depthwise_conv") || n.starts_with("linalg.pooling") => {
+        n if n.starts_with("linalg.conv")
+            || n.starts_with("linalg.depthwise_conv")
+            || n.starts_with("linalg.pooling") =>
+        {
             // Filter layouts ending in `f` (…hwcf) keep output channels last; `f…` first.
             let filter_suffix = n.rsplit('_').next().unwrap_or("");
             let cout = if filter_suffix.ends_with('f') {
@@ -205,9 +210,9 @@ pub(crate) fn cost(op: Op) -> f64 {
             2.0 * out * elements(&rhs) / cout.unwrap_or(1).max(1) as f64
         }
         "linalg.generic" | "linalg.reduce" | "linalg.map" => {
-            let volume = ir::iteration_volume(op).map(|v| v as f64).unwrap_or_else(|| {
-                operands.iter().map(|&v| elements(&shape_of(v))).fold(out, f64::max)
-            });
+            let volume = ir::iteration_volume(op)
+                .map(|v| v as f64)
+                .unwrap_or_else(|| operands.iter().map(|&v| elements(&shape_of(v))).fold(out, f64::max));
             volume * body_op_count(op)
         }
         "stablehlo.reduce" | "stablehlo.reduce_window" | "stablehlo.scatter" | "stablehlo.select_and_scatter" => {

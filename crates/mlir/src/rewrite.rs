@@ -40,12 +40,19 @@ pub struct RewriteStats {
 ///
 /// The schedule must be valid for `imported.graph` (checked). `imported` describes the IR as
 /// it was imported; after this call it no longer matches and must not be reused.
-pub fn apply_schedule(imported: &ImportedFunction, schedule: &[NodeId]) -> Result<RewriteStats, remat_graph::ScheduleError> {
+pub fn apply_schedule(
+    imported: &ImportedFunction,
+    schedule: &[NodeId],
+) -> Result<RewriteStats, remat_graph::ScheduleError> {
     apply_plan(imported, schedule, &[])
 }
 
 /// Materializes `schedule` with its host `transfers` (both checked against the memory model).
-pub fn apply_plan(imported: &ImportedFunction, schedule: &[NodeId], transfers: &[Transfer]) -> Result<RewriteStats, remat_graph::ScheduleError> {
+pub fn apply_plan(
+    imported: &ImportedFunction,
+    schedule: &[NodeId],
+    transfers: &[Transfer],
+) -> Result<RewriteStats, remat_graph::ScheduleError> {
     if transfers.is_empty() {
         validate(&imported.graph, schedule)?;
     } else {
@@ -127,7 +134,13 @@ fn copy_to_memory_space(value: Val, space: i64, body: mlir_sys::MlirBlock, termi
     let t = ir::value_type(value);
     let space_attr = ir::integer_attribute(terminator, 64, space);
     let segments = ir::dense_i32_array_attribute(terminator, &[0, 1, 0]);
-    let op = ir::create_op("bufferization.alloc_tensor", &[value], &[t], &[("memory_space", space_attr), ("operandSegmentSizes", segments)], loc);
+    let op = ir::create_op(
+        "bufferization.alloc_tensor",
+        &[value],
+        &[t],
+        &[("memory_space", space_attr), ("operandSegmentSizes", segments)],
+        loc,
+    );
     ir::insert_before(body, terminator, op);
     ir::results(op)[0]
 }

@@ -37,9 +37,9 @@ pub(crate) fn unroll_static_loops(body: MlirBlock, max_trips: usize) -> (usize, 
     let mut unrolled = 0;
     let mut kept: Vec<(Op, MlirError)> = Vec::new();
     loop {
-        let next = ir::block_ops(body)
-            .into_iter()
-            .find(|&op| ir::op_name(op) == "stablehlo.while" && !kept.iter().any(|(k, _)| ir::op_key(*k) == ir::op_key(op)));
+        let next = ir::block_ops(body).into_iter().find(|&op| {
+            ir::op_name(op) == "stablehlo.while" && !kept.iter().any(|(k, _)| ir::op_key(*k) == ir::op_key(op))
+        });
         let Some(op) = next else { break };
         match trip_states(op, max_trips) {
             Ok(states) => {
@@ -205,9 +205,18 @@ impl Evaluator {
         let operand_width = ir::operands(op).first().and_then(|&v| single_integer_width(v));
         match name.as_str() {
             "arith.constant" | "stablehlo.constant" => ir::integer_attribute_value(ir::attribute(op, "value")?),
-            "tensor.extract" | "tensor.from_elements" | "tensor.cast" | "tensor.expand_shape" | "tensor.collapse_shape"
-            | "tensor.reshape" | "stablehlo.reshape" | "stablehlo.broadcast_in_dim" | "stablehlo.convert" | "arith.extsi"
-            | "arith.trunci" | "arith.index_cast" => {
+            "tensor.extract"
+            | "tensor.from_elements"
+            | "tensor.cast"
+            | "tensor.expand_shape"
+            | "tensor.collapse_shape"
+            | "tensor.reshape"
+            | "stablehlo.reshape"
+            | "stablehlo.broadcast_in_dim"
+            | "stablehlo.convert"
+            | "arith.extsi"
+            | "arith.trunci"
+            | "arith.index_cast" => {
                 if name == "tensor.from_elements" && ir::operands(op).len() != 1 {
                     return None;
                 }
@@ -232,8 +241,10 @@ impl Evaluator {
             }
             "stablehlo.compare" => {
                 let direction = ir::attribute_text(ir::attribute(op, "comparison_direction")?);
-                let unsigned = ir::attribute(op, "compare_type").is_some_and(|t| ir::attribute_text(t).contains("UNSIGNED"));
-                let direction = ["EQ", "NE", "LT", "LE", "GT", "GE"].into_iter().find(|d| direction.contains(&format!(" {d}>")))?;
+                let unsigned =
+                    ir::attribute(op, "compare_type").is_some_and(|t| ir::attribute_text(t).contains("UNSIGNED"));
+                let direction =
+                    ["EQ", "NE", "LT", "LE", "GT", "GE"].into_iter().find(|d| direction.contains(&format!(" {d}>")))?;
                 let p = match (direction, unsigned) {
                     ("EQ", _) => "eq",
                     ("NE", _) => "ne",
@@ -345,4 +356,3 @@ fn binary(name: &str) -> Option<Binary> {
         _ => return None,
     })
 }
-

@@ -110,9 +110,12 @@ impl ForwardPart {
         if graph.nodes().iter().any(|n| n.backward) {
             for &v in order {
                 let node = graph.node(v);
-                contains[v.index()] = !node.backward && graph.preds(v).iter().all(|&p| graph.node(p).argument || contains[p.index()]);
+                contains[v.index()] =
+                    !node.backward && graph.preds(v).iter().all(|&p| graph.node(p).argument || contains[p.index()]);
             }
-        } else if let Some(loss) = order.iter().copied().filter(|&v| graph.node(v).output).min_by_key(|&v| graph.node(v).bytes) {
+        } else if let Some(loss) =
+            order.iter().copied().filter(|&v| graph.node(v).output).min_by_key(|&v| graph.node(v).bytes)
+        {
             contains[loss.index()] = true;
             for &v in order.iter().rev() {
                 if contains[v.index()] {
@@ -182,20 +185,23 @@ impl ReforwardProblem {
     /// closed set. (A free source with bytes read from many blocks — a mask, a position table
     /// — still does: its anchor is their common dominator.)
     pub fn new(graph: &Graph, full: &ForwardPart) -> ReforwardProblem {
-        let detached = |v: NodeId| stored_bytes(graph, v) == 0 && graph.preds(v).iter().all(|p| !full.contains[p.index()]);
+        let detached =
+            |v: NodeId| stored_bytes(graph, v) == 0 && graph.preds(v).iter().all(|p| !full.contains[p.index()]);
         let always_stored: Vec<NodeId> = full.nodes.iter().copied().filter(|&v| detached(v)).collect();
         let mut contains = full.contains.clone();
         for &v in &full.nodes {
             contains[v.index()] = !detached(v);
         }
-        let forward = &ForwardPart { nodes: full.nodes.iter().copied().filter(|v| contains[v.index()]).collect(), contains };
+        let forward =
+            &ForwardPart { nodes: full.nodes.iter().copied().filter(|v| contains[v.index()]).collect(), contains };
         let n = forward.nodes.len();
         let mut local = vec![u32::MAX; graph.len()];
         for (i, &v) in forward.nodes.iter().enumerate() {
             local[v.index()] = i as u32;
         }
         let related = |list: &[NodeId]| -> Vec<u32> {
-            let mut out: Vec<u32> = list.iter().filter(|p| forward.contains[p.index()]).map(|p| local[p.index()]).collect();
+            let mut out: Vec<u32> =
+                list.iter().filter(|p| forward.contains[p.index()]).map(|p| local[p.index()]).collect();
             out.sort_unstable();
             out.dedup();
             out
@@ -242,7 +248,11 @@ impl ReforwardProblem {
             if free_source[i] {
                 let readers = &succs[i];
                 let anchor = if readers.iter().all(|&r| core(r)) && !readers.is_empty() {
-                    readers.iter().map(|&r| idom[r as usize]).reduce(|a, b| meet(&idom, a, b, |x, y| rank[x as usize] > rank[y as usize])).unwrap()
+                    readers
+                        .iter()
+                        .map(|&r| idom[r as usize])
+                        .reduce(|a, b| meet(&idom, a, b, |x, y| rank[x as usize] > rank[y as usize]))
+                        .unwrap()
                 } else {
                     source
                 };
@@ -256,7 +266,11 @@ impl ReforwardProblem {
             if free_sink[i] {
                 let inputs = &preds[i];
                 let anchor = if inputs.iter().all(|&p| core(p)) && !inputs.is_empty() {
-                    inputs.iter().map(|&p| ipdom[p as usize]).reduce(|a, b| meet(&ipdom, a, b, |x, y| rank[x as usize] < rank[y as usize])).unwrap()
+                    inputs
+                        .iter()
+                        .map(|&p| ipdom[p as usize])
+                        .reduce(|a, b| meet(&ipdom, a, b, |x, y| rank[x as usize] < rank[y as usize]))
+                        .unwrap()
                 } else {
                     sink
                 };
@@ -321,12 +335,22 @@ impl ReforwardProblem {
             }
         }
         let tree = DivisionTree::build(&TwoTerminalDag { vertices: n + 2, edges });
-        ReforwardProblem { vertex_node, tree, cost, must_store, multi_input, forward: full.contains.clone(), detached_bytes: always_stored.iter().map(|&v| stored_bytes(graph, v)).sum(), always_stored }
+        ReforwardProblem {
+            vertex_node,
+            tree,
+            cost,
+            must_store,
+            multi_input,
+            forward: full.contains.clone(),
+            detached_bytes: always_stored.iter().map(|&v| stored_bytes(graph, v)).sum(),
+            always_stored,
+        }
     }
 
     /// The solver for this step, trusting assumption 2 or storing multi-input ops' inputs.
     pub fn solver(&self, keep_multi_input: bool) -> Solver<'_> {
-        let forced: Vec<bool> = self.must_store.iter().zip(&self.multi_input).map(|(&m, &i)| m || (keep_multi_input && i)).collect();
+        let forced: Vec<bool> =
+            self.must_store.iter().zip(&self.multi_input).map(|(&m, &i)| m || (keep_multi_input && i)).collect();
         Solver::new(&self.tree, self.cost.clone(), forced, self.detached_bytes)
     }
 
@@ -376,7 +400,11 @@ impl ReforwardProblem {
     /// Eqn. 1 for a plan: stored bytes plus the largest segment's non-stored bytes.
     pub fn objective(&self, plan: &VertexPlan) -> u64 {
         let stored: u64 = plan.stored.iter().zip(&self.cost).filter(|(&s, _)| s).map(|(_, &c)| c).sum();
-        let largest = plan.segments.iter().map(|s| s.iter().filter(|&&v| !plan.stored[v as usize]).map(|&v| self.cost[v as usize]).sum::<u64>()).max();
+        let largest = plan
+            .segments
+            .iter()
+            .map(|s| s.iter().filter(|&&v| !plan.stored[v as usize]).map(|&v| self.cost[v as usize]).sum::<u64>())
+            .max();
         self.detached_bytes + stored + largest.unwrap_or(0)
     }
 
@@ -451,7 +479,14 @@ pub fn reforward_schedule(graph: &Graph, order: &[NodeId], forward: &[bool], pla
 
 /// Emits segment `s` (after any other segment its nodes read, which a closed set never needs
 /// but a hand-made plan might).
-fn reforward(graph: &Graph, plan: &ReforwardPlan, members: &[Vec<NodeId>], done: &mut [bool], s: usize, out: &mut Schedule) {
+fn reforward(
+    graph: &Graph,
+    plan: &ReforwardPlan,
+    members: &[Vec<NodeId>],
+    done: &mut [bool],
+    s: usize,
+    out: &mut Schedule,
+) {
     if done[s] {
         return;
     }
@@ -564,7 +599,15 @@ impl<'t> Solver<'t> {
         let mut best = 0;
         let mut max_term = BLOCKED - 1;
         if self.tree.nodes.is_empty() {
-            return Sweep { points: vec![SweepPoint { max_term, stored: self.endpoints, largest_segment: 0, objective: self.endpoints }], best };
+            return Sweep {
+                points: vec![SweepPoint {
+                    max_term,
+                    stored: self.endpoints,
+                    largest_segment: 0,
+                    objective: self.endpoints,
+                }],
+                best,
+            };
         }
         loop {
             let (stored, largest) = self.solve_root(max_term, None);
@@ -661,7 +704,13 @@ impl<'t> Solver<'t> {
     /// segment links kept in a monotone deque.
     fn series(&self, children: &[usize], splits: &[u32], max_term: u64, record: Option<&mut VertexPlan>) -> (u64, u64) {
         let k = children.len();
-        let split_cost = |b: usize| -> u64 { if b == 0 || b == k { 0 } else { self.cost[splits[b - 1] as usize] } };
+        let split_cost = |b: usize| -> u64 {
+            if b == 0 || b == k {
+                0
+            } else {
+                self.cost[splits[b - 1] as usize]
+            }
+        };
         let split_gap = |b: usize| -> u128 {
             if b == 0 || b == k {
                 0

@@ -18,7 +18,9 @@
 //! chosen one marked; when the ILP is chosen its certificate is [`PlanDetails::ilp`]. Apart
 //! from the seconds and which strategies the time limit cut, the result is deterministic.
 
-use crate::{measure_plan, strategy, MeasuredPlan, PlanDetails, PlanError, PlanRequest, Planner, PlannerOptions, STRATEGIES};
+use crate::{
+    measure_plan, strategy, MeasuredPlan, PlanDetails, PlanError, PlanRequest, Planner, PlannerOptions, STRATEGIES,
+};
 use remat_graph::{Graph, NodeId, Schedule};
 use std::cmp::Ordering;
 use std::time::Instant;
@@ -105,7 +107,9 @@ impl Planner for AutoRemat {
         request.order_positions()?;
         let limit = request.options.auto_time_limit;
         if !(limit.is_finite() && limit > 0.0) {
-            return Err(PlanError::InvalidRequest(format!("auto: the time limit must be a positive number of seconds, not {limit}")));
+            return Err(PlanError::InvalidRequest(format!(
+                "auto: the time limit must be a positive number of seconds, not {limit}"
+            )));
         }
         let started = Instant::now();
         let mut rows = Vec::new();
@@ -114,7 +118,10 @@ impl Planner for AutoRemat {
             let remaining = limit - started.elapsed().as_secs_f64();
             // The first strategy (the baseline) always runs, so there is always a plan.
             if remaining <= 0.0 && !rows.is_empty() {
-                rows.push(Candidate::skipped(planner.name(), format!("skipped: the time limit of {limit} s was spent")));
+                rows.push(Candidate::skipped(
+                    planner.name(),
+                    format!("skipped: the time limit of {limit} s was spent"),
+                ));
                 plans.push(None);
                 continue;
             }
@@ -132,7 +139,8 @@ impl Planner for AutoRemat {
             .min_by(|(_, a), (_, b)| compare(a, b, request.budget))
             .map(|(i, _)| i);
         let Some(plan) = best.and_then(|i| plans[i].take()) else {
-            let why: Vec<String> = rows.iter().filter_map(|r| r.note.as_ref().map(|n| format!("{}: {n}", r.strategy))).collect();
+            let why: Vec<String> =
+                rows.iter().filter_map(|r| r.note.as_ref().map(|n| format!("{}: {n}", r.strategy))).collect();
             return Err(PlanError::InvalidRequest(format!("auto: no strategy produced a plan ({})", why.join("; "))));
         };
         if let Some(i) = best {
@@ -149,7 +157,13 @@ fn compare(a: &Candidate, b: &Candidate, budget: Option<u64>) -> Ordering {
     let ((peak_a, cost_a), (peak_b, cost_b)) = (key(a), key(b));
     let by_peak = || peak_a.cmp(&peak_b).then(cost_a.total_cmp(&cost_b));
     match budget {
-        Some(_) => b.fits.cmp(&a.fits).then_with(|| if a.fits { cost_a.total_cmp(&cost_b).then(peak_a.cmp(&peak_b)) } else { by_peak() }),
+        Some(_) => b.fits.cmp(&a.fits).then_with(|| {
+            if a.fits {
+                cost_a.total_cmp(&cost_b).then(peak_a.cmp(&peak_b))
+            } else {
+                by_peak()
+            }
+        }),
         None => by_peak(),
     }
 }
@@ -158,7 +172,12 @@ fn compare(a: &Candidate, b: &Candidate, budget: Option<u64>) -> Ordering {
 /// least of the smallest budgets each heuristic of `comparison` meets (found by bisection, see
 /// [`crate::smallest_feasible_budget`]). The ILP is left out — a bisection would solve it
 /// dozens of times; its own certificate, when auto chose it, is used before this.
-pub(crate) fn smallest_feasible_budget(graph: &Graph, order: &[NodeId], options: &PlannerOptions, comparison: &[Candidate]) -> Option<u64> {
+pub(crate) fn smallest_feasible_budget(
+    graph: &Graph,
+    order: &[NodeId],
+    options: &PlannerOptions,
+    comparison: &[Candidate],
+) -> Option<u64> {
     comparison
         .iter()
         .filter(|c| c.peak_bytes.is_some() && c.strategy != "ilp")
@@ -259,7 +278,9 @@ mod tests {
         let plan = plan_within_budget(&AutoRemat, &graph, &order, None, &hurried).unwrap();
         let comparison = &plan.details.comparison;
         assert!(comparison[0].peak_bytes.is_some(), "the first strategy always starts");
-        assert!(comparison[1..].iter().all(|c| c.peak_bytes.is_none() && c.note.as_deref().is_some_and(|n| n.starts_with("skipped"))));
+        assert!(comparison[1..]
+            .iter()
+            .all(|c| c.peak_bytes.is_none() && c.note.as_deref().is_some_and(|n| n.starts_with("skipped"))));
         let bad = PlannerOptions { auto_time_limit: f64::NAN, ..options() };
         assert!(plan_within_budget(&AutoRemat, &graph, &order, None, &bad).is_err());
     }

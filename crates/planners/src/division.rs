@@ -353,7 +353,10 @@ impl Reducer {
             'search: while head < queue.len() {
                 let x = queue[head] as usize;
                 head += 1;
-                let neighbours = self.ins[x].iter().map(|&e| self.edges[e as usize].0).chain(self.outs[x].iter().map(|&e| self.edges[e as usize].1));
+                let neighbours = self.ins[x]
+                    .iter()
+                    .map(|&e| self.edges[e as usize].0)
+                    .chain(self.outs[x].iter().map(|&e| self.edges[e as usize].1));
                 for y in neighbours {
                     if y == p || y == q || visited[y as usize] == s {
                         continue;
@@ -428,7 +431,12 @@ impl Reducer {
                 let old = &self.nodes[x];
                 let children = old.children.iter().map(|&c| new_id[c]).collect();
                 new_id[x] = nodes.len();
-                nodes.push(ClosedSet { source: old.source, target: old.target, division: old.division.clone(), children });
+                nodes.push(ClosedSet {
+                    source: old.source,
+                    target: old.target,
+                    division: old.division.clone(),
+                    children,
+                });
             } else {
                 stack.push((x, true));
                 for &c in self.nodes[x].children.iter().rev() {

@@ -89,7 +89,16 @@ pub enum Heuristic {
 
 impl Heuristic {
     /// Every heuristic, in `--help` order.
-    pub const ALL: [Heuristic; 8] = [Heuristic::Dtr, Heuristic::DtrEq, Heuristic::DtrLocal, Heuristic::Lru, Heuristic::Size, Heuristic::Msps, Heuristic::Random, Heuristic::EStar];
+    pub const ALL: [Heuristic; 8] = [
+        Heuristic::Dtr,
+        Heuristic::DtrEq,
+        Heuristic::DtrLocal,
+        Heuristic::Lru,
+        Heuristic::Size,
+        Heuristic::Msps,
+        Heuristic::Random,
+        Heuristic::EStar,
+    ];
 
     /// The command-line name.
     pub fn name(self) -> &'static str {
@@ -207,7 +216,12 @@ pub enum DtrError {
 }
 
 /// Runs DTR over `order` under `budget` bytes: the executed ops, in order, and what it did.
-pub fn simulate_dtr(graph: &Graph, order: &[NodeId], budget: u64, options: &DtrOptions) -> Result<(Schedule, DtrStats), DtrError> {
+pub fn simulate_dtr(
+    graph: &Graph,
+    order: &[NodeId],
+    budget: u64,
+    options: &DtrOptions,
+) -> Result<(Schedule, DtrStats), DtrError> {
     let mut runtime = Runtime::new(graph, budget, options);
     for &node in order {
         runtime.perform(node)?;
@@ -302,7 +316,8 @@ impl<'g> Runtime<'g> {
                 refs[storage[id.index()]] += 1;
             }
         }
-        let size: Vec<u64> = graph.ids().map(|id| if graph.node(id).argument { 0 } else { graph.node(id).bytes }).collect();
+        let size: Vec<u64> =
+            graph.ids().map(|id| if graph.node(id).argument { 0 } else { graph.node(id).bytes }).collect();
         let mut runtime = Runtime {
             graph,
             options: *options,
@@ -735,7 +750,9 @@ impl Planner for DtrRemat {
             Some(b) => b,
             // DTR needs a budget: without one, the least it meets (bisected).
             None => crate::smallest_feasible_budget(self, request.graph, request.order, request.options)
-                .unwrap_or_else(|| remat_graph::simulate(request.graph, request.order).map(|s| s.peak_bytes).unwrap_or(0)),
+                .unwrap_or_else(|| {
+                    remat_graph::simulate(request.graph, request.order).map(|s| s.peak_bytes).unwrap_or(0)
+                }),
         };
         let (schedule, stats) = Self::run(request, budget);
         Ok((schedule, PlanDetails { dtr: stats, ..PlanDetails::default() }))
@@ -753,7 +770,13 @@ mod tests {
         (graph, order)
     }
 
-    fn run(graph: &Graph, order: &[NodeId], budget: u64, heuristic: Heuristic, dealloc: Dealloc) -> Result<(Schedule, DtrStats), DtrError> {
+    fn run(
+        graph: &Graph,
+        order: &[NodeId],
+        budget: u64,
+        heuristic: Heuristic,
+        dealloc: Dealloc,
+    ) -> Result<(Schedule, DtrStats), DtrError> {
         simulate_dtr(graph, order, budget, &DtrOptions { heuristic, dealloc, seed: 7 })
     }
 

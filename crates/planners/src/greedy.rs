@@ -320,7 +320,12 @@ impl<'g> State<'g> {
         for index in 0..self.live.len() {
             let c = self.live[index];
             let node = self.graph.node(c);
-            if self.protected[c.index()] > 0 || !node.pure || self.updated_root[c.index()] || node.bytes == 0 || c == current {
+            if self.protected[c.index()] > 0
+                || !node.pure
+                || self.updated_root[c.index()]
+                || node.bytes == 0
+                || c == current
+            {
                 continue;
             }
             let dead_inputs_recomputable = (0..self.storage_inputs[c.index()].len()).all(|i| {
@@ -406,7 +411,14 @@ mod tests {
         let base = simulate(&g, &order).unwrap();
         let budget = 30;
         assert!(base.peak_bytes > budget);
-        let plan = GreedyRemat.plan(&PlanRequest { graph: &g, order: &order, budget: Some(budget), options: &crate::PlannerOptions::default() }).unwrap();
+        let plan = GreedyRemat
+            .plan(&PlanRequest {
+                graph: &g,
+                order: &order,
+                budget: Some(budget),
+                options: &crate::PlannerOptions::default(),
+            })
+            .unwrap();
         let sim = simulate(&g, &plan).unwrap();
         assert!(sim.peak_bytes <= budget, "{} > {budget}: {plan:?}", sim.peak_bytes);
         assert!(sim.recomputations > 0);
@@ -417,7 +429,14 @@ mod tests {
     fn a_generous_budget_changes_nothing() {
         let (g, order) = forward_backward();
         let peak = simulate(&g, &order).unwrap().peak_bytes;
-        let plan = GreedyRemat.plan(&PlanRequest { graph: &g, order: &order, budget: Some(peak), options: &crate::PlannerOptions::default() }).unwrap();
+        let plan = GreedyRemat
+            .plan(&PlanRequest {
+                graph: &g,
+                order: &order,
+                budget: Some(peak),
+                options: &crate::PlannerOptions::default(),
+            })
+            .unwrap();
         assert_eq!(plan, order);
     }
 }

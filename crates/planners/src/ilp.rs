@@ -56,7 +56,15 @@ pub struct IlpOptions {
 
 impl Default for IlpOptions {
     fn default() -> Self {
-        IlpOptions { order: None, stages: None, method: None, time_limit: 60.0, mip_gap: 1e-4, warm_start: true, seed: 0 }
+        IlpOptions {
+            order: None,
+            stages: None,
+            method: None,
+            time_limit: 60.0,
+            mip_gap: 1e-4,
+            warm_start: true,
+            seed: 0,
+        }
     }
 }
 
@@ -98,7 +106,6 @@ pub struct Certificate {
     /// Seconds in the solver.
     pub solve_seconds: f64,
 }
-
 
 /// Up to this many nodes the default is the order-free MILP; above, Checkmate's fixed stages.
 pub const FREE_ORDER_NODES: usize = 10;
@@ -195,7 +202,8 @@ impl<'r> Solve<'r> {
                 None => a.peak.cmp(&b.peak).then(a.cost.total_cmp(&b.cost)),
             })
         });
-        let verbose = tracing::enabled!(target: "remat_planners::ilp", tracing::Level::DEBUG) || std::env::var_os("REMAT_HIGHS_LOG").is_some();
+        let verbose = tracing::enabled!(target: "remat_planners::ilp", tracing::Level::DEBUG)
+            || std::env::var_os("REMAT_HIGHS_LOG").is_some();
         Solve { request, problem, deadline, started, heuristics, verbose }
     }
 
@@ -210,7 +218,12 @@ impl<'r> Solve<'r> {
             StageOrder::Free => {
                 // Enough stages for the input order and every heuristic plan, so that the
                 // class contains each of them.
-                let runs = self.heuristics.iter().map(|h| increasing_runs(self.request.graph, self.request.order, &h.schedule)).max().unwrap_or(1);
+                let runs = self
+                    .heuristics
+                    .iter()
+                    .map(|h| increasing_runs(self.request.graph, self.request.order, &h.schedule))
+                    .max()
+                    .unwrap_or(1);
                 Stages::free(n, options.stages.unwrap_or(n.max(runs)))
             }
             StageOrder::Fixed => {
@@ -241,7 +254,10 @@ impl<'r> Solve<'r> {
 
     /// The best heuristic plan the formulation can start from, as its canonical assignment.
     fn warm_start(&self, formulation: &Formulation<'_>) -> Option<(&'static str, Vec<f64>)> {
-        let heuristic = self.heuristics.iter().find_map(|h| formulation.assignment(self.request.graph, &h.schedule).map(|x| (h.name, x)));
+        let heuristic = self
+            .heuristics
+            .iter()
+            .find_map(|h| formulation.assignment(self.request.graph, &h.schedule).map(|x| (h.name, x)));
         // The order-free class contains Checkmate's, whose MILP is far smaller and solves fast:
         // its optimum is a better start than any heuristic it beats.
         if formulation.stages.order != StageOrder::Free || !self.request.options.ilp.warm_start {
@@ -249,18 +265,32 @@ impl<'r> Solve<'r> {
         }
         let fixed = Formulation::build(&self.problem, Stages::fixed(self.problem.len(), 1), formulation.goal);
         let initial = self.heuristics.iter().find_map(|h| fixed.assignment(self.request.graph, &h.schedule));
-        let solved = fixed.model.solve(false, self.remaining() / 4.0, self.request.options.ilp.mip_gap, initial.as_deref(), self.verbose).ok()?;
+        let solved = fixed
+            .model
+            .solve(false, self.remaining() / 4.0, self.request.options.ilp.mip_gap, initial.as_deref(), self.verbose)
+            .ok()?;
         let checkmate = match solved.outcome {
-            Outcome::Optimal | Outcome::TimeLimit => formulation.assignment(self.request.graph, &fixed.schedule(&solved.values)),
+            Outcome::Optimal | Outcome::TimeLimit => {
+                formulation.assignment(self.request.graph, &fixed.schedule(&solved.values))
+            }
             _ => None,
         };
         match (heuristic, checkmate) {
-            (Some(h), Some(c)) => Some(if formulation.model.objective(&c) < formulation.model.objective(&h.1) { ("checkmate", c) } else { h }),
+            (Some(h), Some(c)) => Some(if formulation.model.objective(&c) < formulation.model.objective(&h.1) {
+                ("checkmate", c)
+            } else {
+                h
+            }),
             (h, c) => h.or(c.map(|c| ("checkmate", c))),
         }
     }
 
-    fn solve(&self, formulation: &Formulation<'_>, relax: bool, initial: Option<&[f64]>) -> Result<model::Solved, PlanError> {
+    fn solve(
+        &self,
+        formulation: &Formulation<'_>,
+        relax: bool,
+        initial: Option<&[f64]>,
+    ) -> Result<model::Solved, PlanError> {
         let options = &self.request.options.ilp;
         tracing::info!(
             "ilp: {} {} variables, {} rows, {:.1} s left",
@@ -269,13 +299,20 @@ impl<'r> Solve<'r> {
             formulation.model.rows.len(),
             self.remaining()
         );
-        formulation.model.solve(relax, self.remaining(), options.mip_gap, initial, self.verbose).map_err(|e| PlanError::InvalidRequest(format!("ilp: {e}")))
+        formulation
+            .model
+            .solve(relax, self.remaining(), options.mip_gap, initial, self.verbose)
+            .map_err(|e| PlanError::InvalidRequest(format!("ilp: {e}")))
     }
 
     fn run(self) -> Result<(Schedule, Certificate), PlanError> {
         let stages = self.stages();
         let n = self.problem.len();
-        let method = self.request.options.ilp.method.unwrap_or(if n <= MILP_NODES { SolveMethod::Milp } else { SolveMethod::LpRounding });
+        let method = self.request.options.ilp.method.unwrap_or(if n <= MILP_NODES {
+            SolveMethod::Milp
+        } else {
+            SolveMethod::LpRounding
+        });
         let method = if stages.order == StageOrder::Free { SolveMethod::Milp } else { method };
         let (formulation_name, class) = Self::describe(&stages);
         let result = match (method, self.request.budget) {
@@ -291,7 +328,13 @@ impl<'r> Solve<'r> {
         Ok((schedule, certificate))
     }
 
-    fn certificate(&self, f: &Formulation<'_>, solved: &model::Solved, warm: Option<&'static str>, lp_bound: Option<f64>) -> Certificate {
+    fn certificate(
+        &self,
+        f: &Formulation<'_>,
+        solved: &model::Solved,
+        warm: Option<&'static str>,
+        lp_bound: Option<f64>,
+    ) -> Certificate {
         let scale = self.problem.cost_scale;
         let objective = solved.objective * scale;
         let dual_bound = solved.dual_bound * scale;
@@ -313,7 +356,8 @@ impl<'r> Solve<'r> {
 
     fn extract(&self, f: &Formulation<'_>, values: &[f64]) -> Result<Schedule, PlanError> {
         let schedule = f.schedule(values);
-        remat_graph::validate(self.request.graph, &schedule).map_err(|e| PlanError::InvalidRequest(format!("ilp: the solver's plan is not a valid schedule ({e})")))?;
+        remat_graph::validate(self.request.graph, &schedule)
+            .map_err(|e| PlanError::InvalidRequest(format!("ilp: the solver's plan is not a valid schedule ({e})")))?;
         Ok(schedule)
     }
 
@@ -346,7 +390,13 @@ impl<'r> Solve<'r> {
     /// When the solver found no plan in its time limit and none of the heuristic plans was
     /// in its class to start from: the cheapest heuristic plan within the budget, said so in
     /// the certificate, with the bound the solver did prove.
-    fn best_heuristic(&self, f: &Formulation<'_>, budget: u64, solved: &model::Solved, lp_objective: f64) -> Result<(Schedule, Certificate), PlanError> {
+    fn best_heuristic(
+        &self,
+        f: &Formulation<'_>,
+        budget: u64,
+        solved: &model::Solved,
+        lp_objective: f64,
+    ) -> Result<(Schedule, Certificate), PlanError> {
         let Some(h) = self.heuristics.iter().find(|h| h.peak <= budget) else {
             return Err(PlanError::InvalidRequest(format!(
                 "ilp: no plan within the budget was found in the time limit ({:.0} s); raise --ilp-time-limit or use --ilp-method=lp-rounding",
@@ -354,7 +404,8 @@ impl<'r> Solve<'r> {
             )));
         };
         let scale = self.problem.cost_scale;
-        let bound = if solved.dual_bound.is_finite() { solved.dual_bound.max(lp_objective) } else { lp_objective } * scale;
+        let bound =
+            if solved.dual_bound.is_finite() { solved.dual_bound.max(lp_objective) } else { lp_objective } * scale;
         let certificate = Certificate {
             formulation: String::new(),
             class: String::new(),
@@ -368,7 +419,11 @@ impl<'r> Solve<'r> {
             warm_start: Some(h.name),
             solve_seconds: 0.0,
         };
-        tracing::warn!("ilp: the solver found no plan in its time limit; returning {}'s plan, within {:.1} % of the proven bound", h.name, certificate.gap * 100.0);
+        tracing::warn!(
+            "ilp: the solver found no plan in its time limit; returning {}'s plan, within {:.1} % of the proven bound",
+            h.name,
+            certificate.gap * 100.0
+        );
         Ok((h.schedule.clone(), certificate))
     }
 
@@ -378,7 +433,10 @@ impl<'r> Solve<'r> {
         let warm = self.warm_start(&f);
         let solved = self.solve(&f, false, warm.as_ref().map(|w| w.1.as_slice()))?;
         if !matches!(solved.outcome, Outcome::Optimal | Outcome::TimeLimit) {
-            return Err(PlanError::InvalidRequest(format!("ilp: no schedule found in the time limit ({:.0} s)", self.request.options.ilp.time_limit)));
+            return Err(PlanError::InvalidRequest(format!(
+                "ilp: no schedule found in the time limit ({:.0} s)",
+                self.request.options.ilp.time_limit
+            )));
         }
         let schedule = self.extract(&f, &solved.values)?;
         let measured = simulate(self.request.graph, &schedule).map_err(|e| PlanError::InvalidRequest(e.to_string()))?;
@@ -387,7 +445,11 @@ impl<'r> Solve<'r> {
         // The memory program's objective is the peak (in units), not a cost.
         certificate.objective = measured.cost;
         certificate.dual_bound = f64::NAN;
-        certificate.gap = if solved.outcome == Outcome::Optimal { 0.0 } else { (solved.objective - solved.dual_bound).max(0.0) / solved.objective.max(1e-9) };
+        certificate.gap = if solved.outcome == Outcome::Optimal {
+            0.0
+        } else {
+            (solved.objective - solved.dual_bound).max(0.0) / solved.objective.max(1e-9)
+        };
         certificate.smallest_feasible_budget = Some(peak);
         Ok((schedule, certificate))
     }

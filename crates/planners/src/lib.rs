@@ -50,7 +50,16 @@ pub struct PlannerOptions {
 
 impl Default for PlannerOptions {
     fn default() -> Self {
-        PlannerOptions { polish: true, tw_stop: None, td_heuristic: None, pw_stop: None, ilp: ilp::IlpOptions::default(), auto_time_limit: auto::DEFAULT_TIME_LIMIT, dtr: dtr::DtrOptions::default(), chain: chain::planner::ChainOptions::default() }
+        PlannerOptions {
+            polish: true,
+            tw_stop: None,
+            td_heuristic: None,
+            pw_stop: None,
+            ilp: ilp::IlpOptions::default(),
+            auto_time_limit: auto::DEFAULT_TIME_LIMIT,
+            dtr: dtr::DtrOptions::default(),
+            chain: chain::planner::ChainOptions::default(),
+        }
     }
 }
 
@@ -117,7 +126,9 @@ impl PlanRequest<'_> {
         let mut position = vec![usize::MAX; graph.len()];
         for (i, &n) in self.order.iter().enumerate() {
             if n.index() >= graph.len() || graph.node(n).argument || position[n.index()] != usize::MAX {
-                return Err(PlanError::InvalidRequest(format!("the base order must list every non-argument node once (node {n})")));
+                return Err(PlanError::InvalidRequest(format!(
+                    "the base order must list every non-argument node once (node {n})"
+                )));
             }
             position[n.index()] = i;
         }
@@ -127,7 +138,17 @@ impl PlanRequest<'_> {
 }
 
 /// Every strategy remat-opt knows, in `--help` order.
-pub static STRATEGIES: &[&dyn Planner] = &[&none::NoRemat, &greedy::GreedyRemat, &treewidth::TwRemat, &pathwidth::PwRemat, &acg::AcgRemat, &dtr::DtrRemat, &chain::planner::ChainRemat, &ilp::IlpRemat, &auto::AutoRemat];
+pub static STRATEGIES: &[&dyn Planner] = &[
+    &none::NoRemat,
+    &greedy::GreedyRemat,
+    &treewidth::TwRemat,
+    &pathwidth::PwRemat,
+    &acg::AcgRemat,
+    &dtr::DtrRemat,
+    &chain::planner::ChainRemat,
+    &ilp::IlpRemat,
+    &auto::AutoRemat,
+];
 
 /// Looks a strategy up by its command-line name.
 pub fn strategy(name: &str) -> Option<&'static dyn Planner> {
@@ -143,14 +164,21 @@ pub fn strategy_names() -> String {
 /// bisection between the graph's lower bound and the baseline peak. Planners need not be
 /// monotone in the budget; the returned budget has been checked to work. `None` when even
 /// the baseline peak does not work for this planner.
-pub fn smallest_feasible_budget(planner: &dyn Planner, graph: &Graph, order: &[NodeId], options: &PlannerOptions) -> Option<u64> {
+pub fn smallest_feasible_budget(
+    planner: &dyn Planner,
+    graph: &Graph,
+    order: &[NodeId],
+    options: &PlannerOptions,
+) -> Option<u64> {
     let fits = |budget: u64| -> bool {
         let request = PlanRequest { graph, order, budget: Some(budget), options };
         match planner.plan_detailed(&request) {
             Ok((schedule, details)) if !details.transfers.is_empty() => {
                 simulate_with_transfers(graph, &schedule, &details.transfers).is_ok_and(|s| s.peak_bytes <= budget)
             }
-            Ok((schedule, _)) => simulate(graph, &finish(graph, schedule, Some(budget), options)).is_ok_and(|s| s.peak_bytes <= budget),
+            Ok((schedule, _)) => {
+                simulate(graph, &finish(graph, schedule, Some(budget), options)).is_ok_and(|s| s.peak_bytes <= budget)
+            }
             Err(_) => false,
         }
     };
@@ -201,7 +229,9 @@ pub(crate) fn choose_candidate(
     budget: Option<u64>,
     options: &PlannerOptions,
 ) -> Result<Schedule, PlanError> {
-    let invalid = |e: remat_graph::ScheduleError| PlanError::InvalidRequest(format!("{strategy} produced an invalid schedule: {e}"));
+    let invalid = |e: remat_graph::ScheduleError| {
+        PlanError::InvalidRequest(format!("{strategy} produced an invalid schedule: {e}"))
+    };
     let mut measured = Vec::with_capacity(candidates.len());
     for schedule in candidates {
         let sim = simulate(graph, &schedule).map_err(invalid)?;
@@ -281,7 +311,9 @@ impl Infeasible {
             )
         };
         match self.smallest_feasible {
-            Some(b) => s.push_str(&format!("; the smallest budget '{}' meets is {} ({b} bytes)", self.strategy, Bytes(b))),
+            Some(b) => {
+                s.push_str(&format!("; the smallest budget '{}' meets is {} ({b} bytes)", self.strategy, Bytes(b)))
+            }
             None => s.push_str(&format!("; '{}' meets no budget up to the baseline peak", self.strategy)),
         }
         s
@@ -314,9 +346,12 @@ pub fn measure_plan(
     let bound = lower_bound(graph);
     let started = std::time::Instant::now();
     let (raw_schedule, details) = planner.plan_detailed(&PlanRequest { graph, order, budget, options })?;
-    let invalid = |e: remat_graph::ScheduleError| PlanError::InvalidRequest(format!("strategy '{}' produced an invalid schedule: {e}", planner.name()));
+    let invalid = |e: remat_graph::ScheduleError| {
+        PlanError::InvalidRequest(format!("strategy '{}' produced an invalid schedule: {e}", planner.name()))
+    };
     let raw = simulate_with_transfers(graph, &raw_schedule, &details.transfers).map_err(invalid)?;
-    let schedule = if details.transfers.is_empty() { finish(graph, raw_schedule, budget, options) } else { raw_schedule };
+    let schedule =
+        if details.transfers.is_empty() { finish(graph, raw_schedule, budget, options) } else { raw_schedule };
     let plan_seconds = started.elapsed().as_secs_f64();
     let simulation = simulate_with_transfers(graph, &schedule, &details.transfers).map_err(invalid)?;
     Ok(MeasuredPlan { schedule, simulation, raw, baseline, lower_bound: bound, plan_seconds, details })
@@ -343,7 +378,9 @@ pub fn plan_within_budget(
                 lower_bound: plan.lower_bound,
                 smallest_feasible: match details.ilp.as_ref().and_then(|c| c.smallest_feasible_budget) {
                     Some(proven) => Some(proven),
-                    None if !details.comparison.is_empty() => auto::smallest_feasible_budget(graph, order, options, &details.comparison),
+                    None if !details.comparison.is_empty() => {
+                        auto::smallest_feasible_budget(graph, order, options, &details.comparison)
+                    }
                     None => smallest_feasible_budget(planner, graph, order, options),
                 },
             }

@@ -44,7 +44,9 @@ pub fn greedy_ordering(graph: &Graph, base: &[NodeId]) -> Vec<NodeId> {
     let mut next_fresh = 0;
     while ordering.len() < base.len() {
         let score = |v: u32| -> (i64, usize, usize) {
-            let freed = adjacency[v as usize].iter().filter(|&&w| placed[w as usize] && unplaced[w as usize] == 1).count() as i64;
+            let freed =
+                adjacency[v as usize].iter().filter(|&&w| placed[w as usize] && unplaced[w as usize] == 1).count()
+                    as i64;
             let stays = i64::from(unplaced[v as usize] > 0);
             (stays - freed, unplaced[v as usize], rank[v as usize])
         };
@@ -250,7 +252,13 @@ pub fn add_spine(graph: &Graph, decomposition: &mut PathDecomposition) -> Spine 
     let bag_count = decomposition.len();
     let mut intervals = decomposition.intervals(graph.len());
     let is_op = |n: u32| !graph.node(NodeId(n)).argument;
-    let right = |intervals: &[Option<(usize, usize)>], v: u32| if v == ROOT { bag_count.saturating_sub(1) } else { intervals[v as usize].map_or(0, |(_, r)| r) };
+    let right = |intervals: &[Option<(usize, usize)>], v: u32| {
+        if v == ROOT {
+            bag_count.saturating_sub(1)
+        } else {
+            intervals[v as usize].map_or(0, |(_, r)| r)
+        }
+    };
     let mut waiting: Vec<usize> = graph.ids().map(|n| graph.preds(n).iter().filter(|p| is_op(p.0)).count()).collect();
     struct Frame {
         node: u32,
@@ -296,7 +304,10 @@ pub fn add_spine(graph: &Graph, decomposition: &mut PathDecomposition) -> Spine 
         if let Some(&next) = parent.children.get(parent.next) {
             let (left, right_end) = intervals[next as usize].unwrap_or((0, 0));
             let end_left = intervals[done.end as usize].map_or(0, |(l, _)| l);
-            stretched_left += usize::from(reach(&mut intervals[done.end as usize], if end_left > right_end { right_end } else { left }));
+            stretched_left += usize::from(reach(
+                &mut intervals[done.end as usize],
+                if end_left > right_end { right_end } else { left },
+            ));
             if !graph.preds(NodeId(next)).contains(&NodeId(done.end)) {
                 added.push((NodeId(done.end), NodeId(next)));
             }
@@ -364,7 +375,10 @@ mod tests {
         pd.compress();
         pd.validate(&graph, &[]).unwrap();
         assert_eq!(pd.width(), width);
-        assert!(pd.bags.windows(2).all(|w| !w[0].iter().all(|v| w[1].contains(v)) && !w[1].iter().all(|v| w[0].contains(v))));
+        assert!(pd
+            .bags
+            .windows(2)
+            .all(|w| !w[0].iter().all(|v| w[1].contains(v)) && !w[1].iter().all(|v| w[0].contains(v))));
     }
 
     #[test]
@@ -380,10 +394,18 @@ mod tests {
         let before = pd.width() + 1;
         let spine = add_spine(&graph, &mut pd);
         pd.validate(&graph, &spine.added).unwrap();
-        assert!(spine.stretched_left > 0 || pd.width() < 2 * before + 2, "bag size {} > 2·{} + 1", pd.width() + 1, before);
+        assert!(
+            spine.stretched_left > 0 || pd.width() < 2 * before + 2,
+            "bag size {} > 2·{} + 1",
+            pd.width() + 1,
+            before
+        );
         assert_eq!(spine.order.len(), graph.op_count());
         for pair in spine.order.windows(2) {
-            assert!(graph.preds(pair[1]).contains(&pair[0]) || spine.added.contains(&(pair[0], pair[1])), "{pair:?} not joined");
+            assert!(
+                graph.preds(pair[1]).contains(&pair[0]) || spine.added.contains(&(pair[0], pair[1])),
+                "{pair:?} not joined"
+            );
         }
     }
 

@@ -51,7 +51,12 @@ impl Planner for PwRemat {
         let graph = request.graph;
         request.order_positions()?;
         let problem = SpinedDecomposition::new(graph, request.order);
-        tracing::debug!(width = problem.width, bags = problem.bags.len(), added = problem.spine.added.len(), "path decomposition with spine");
+        tracing::debug!(
+            width = problem.width,
+            bags = problem.bags.len(),
+            added = problem.spine.added.len(),
+            "path decomposition with spine"
+        );
         let stops: Vec<usize> = match request.options.pw_stop {
             Some(k) => vec![k.max(1)],
             None => std::iter::successors(Some(1usize), |&k| (k <= problem.bags.len()).then_some(k * 2)).collect(),
@@ -133,7 +138,8 @@ impl SpinedDecomposition {
             .iter()
             .enumerate()
             .map(|(i, &n)| {
-                let mut list: Vec<u32> = graph.preds(n).iter().filter(|p| !graph.node(**p).argument).map(|p| index[p.index()]).collect();
+                let mut list: Vec<u32> =
+                    graph.preds(n).iter().filter(|p| !graph.node(**p).argument).map(|p| index[p.index()]).collect();
                 if i > 0 {
                     list.push(i as u32 - 1);
                 }
@@ -192,11 +198,19 @@ impl View {
     }
     /// The bag position of the `j`-th bag in walking order.
     fn position(self, j: usize) -> usize {
-        if self.reversed { self.hi - 1 - j } else { self.lo + j }
+        if self.reversed {
+            self.hi - 1 - j
+        } else {
+            self.lo + j
+        }
     }
     /// The walking-order index of bag position `position` (the inverse of [`View::position`]).
     fn index_of(self, position: usize) -> usize {
-        if self.reversed { self.hi - 1 - position } else { position - self.lo }
+        if self.reversed {
+            self.hi - 1 - position
+        } else {
+            position - self.lo
+        }
     }
     /// Bags `j0..j1` in walking order.
     fn part(self, j0: usize, j1: usize) -> View {
@@ -228,7 +242,11 @@ struct PwSchedule<'a> {
 impl PwSchedule<'_> {
     fn charge(&mut self, steps: usize) -> Result<(), TooLong> {
         self.work += steps;
-        if self.work > self.limit { Err(TooLong) } else { Ok(()) }
+        if self.work > self.limit {
+            Err(TooLong)
+        } else {
+            Ok(())
+        }
     }
 
     /// The `j`-th bag of `view`, restricted to `view.cap`.
@@ -352,7 +370,11 @@ impl PwSchedule<'_> {
             if x_set.binary_search(&x).is_ok() {
                 let sigma: Vec<u32> = std::mem::take(&mut pending)
                     .into_iter()
-                    .filter(|&v| known.binary_search(&v).is_err() && self.holds(view, v) && !(v < x && x_set.binary_search(&v).is_ok()))
+                    .filter(|&v| {
+                        known.binary_search(&v).is_err()
+                            && self.holds(view, v)
+                            && !(v < x && x_set.binary_search(&v).is_ok())
+                    })
                     .collect();
                 result.push((x, sigma));
             } else {

@@ -42,7 +42,8 @@ pub fn polish(graph: &Graph, schedule: &[remat_graph::NodeId], target: u64) -> S
         let mut candidates: Vec<usize> = (0..steps)
             .filter(|&j| previous[j] != usize::MAX && graph.node(schedule[j]).view_of.is_none() && !has_views[j])
             .collect();
-        candidates.sort_by(|&a, &b| graph.node(schedule[b]).cost.total_cmp(&graph.node(schedule[a]).cost).then(b.cmp(&a)));
+        candidates
+            .sort_by(|&a, &b| graph.node(schedule[b]).cost.total_cmp(&graph.node(schedule[a]).cost).then(b.cmp(&a)));
         let mut removed = vec![false; steps];
         let mut dropped = 0;
         for j in candidates {

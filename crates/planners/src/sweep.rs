@@ -50,10 +50,18 @@ pub struct SweepTable {
 /// Plans `graph` with every strategy of `strategies` at every budget of `percents` (percent
 /// of the baseline peak, each finite and non-negative). Fails only on a malformed request;
 /// a strategy that fails at a budget is a row with a note.
-pub fn sweep(graph: &Graph, order: &[NodeId], percents: &[f64], strategies: &[&dyn Planner], options: &PlannerOptions) -> Result<SweepTable, PlanError> {
+pub fn sweep(
+    graph: &Graph,
+    order: &[NodeId],
+    percents: &[f64],
+    strategies: &[&dyn Planner],
+    options: &PlannerOptions,
+) -> Result<SweepTable, PlanError> {
     PlanRequest { graph, order, budget: None, options }.order_positions()?;
     if let Some(p) = percents.iter().find(|p| !(p.is_finite() && **p >= 0.0)) {
-        return Err(PlanError::InvalidRequest(format!("invalid sweep budget {p}% (expected a finite, non-negative percentage)")));
+        return Err(PlanError::InvalidRequest(format!(
+            "invalid sweep budget {p}% (expected a finite, non-negative percentage)"
+        )));
     }
     let baseline = simulate(graph, order).map_err(|e| PlanError::InvalidRequest(e.to_string()))?;
     let mut rows = Vec::with_capacity(percents.len() * strategies.len());
@@ -96,12 +104,19 @@ impl SweepTable {
         );
         let width = self.strategies.iter().map(|n| n.len()).max().unwrap_or(0).max("strategy".len());
         let seconds_header = if deterministic { String::new() } else { format!("  {:>8}", "seconds") };
-        s += &format!("{:>6}  {:>10}  {:<width$}  {:>10}  {:>7}  {:>9}  {:<4}{seconds_header}\n", "budget", "bytes", "strategy", "peak", "% base", "overhead", "fits");
+        s += &format!(
+            "{:>6}  {:>10}  {:<width$}  {:>10}  {:>7}  {:>9}  {:<4}{seconds_header}\n",
+            "budget", "bytes", "strategy", "peak", "% base", "overhead", "fits"
+        );
         for row in &self.rows {
             let c = &row.result;
             let peak = c.peak_bytes.map(|p| Bytes(p).to_string()).unwrap_or_else(|| "-".into());
-            let percent = c.peak_bytes.map(|p| format!("{:.1}%", self.percent_of_baseline(p))).unwrap_or_else(|| "-".into());
-            let overhead = c.recompute_overhead(self.baseline_cost).map(|o| format!("{:+.1}%", 100.0 * o)).unwrap_or_else(|| "-".into());
+            let percent =
+                c.peak_bytes.map(|p| format!("{:.1}%", self.percent_of_baseline(p))).unwrap_or_else(|| "-".into());
+            let overhead = c
+                .recompute_overhead(self.baseline_cost)
+                .map(|o| format!("{:+.1}%", 100.0 * o))
+                .unwrap_or_else(|| "-".into());
             let fits = match c.peak_bytes {
                 Some(_) if c.fits => "yes",
                 Some(_) => "no",
@@ -127,7 +142,9 @@ impl SweepTable {
     /// peak_percent, cost, recompute_overhead, fits, seconds, note` (empty fields where a
     /// strategy has no plan).
     pub fn to_csv(&self) -> String {
-        let mut s = String::from("budget_percent,budget_bytes,strategy,peak_bytes,peak_percent,cost,recompute_overhead,fits,seconds,note\n");
+        let mut s = String::from(
+            "budget_percent,budget_bytes,strategy,peak_bytes,peak_percent,cost,recompute_overhead,fits,seconds,note\n",
+        );
         for row in &self.rows {
             let c = &row.result;
             let fields = [
@@ -163,12 +180,23 @@ impl SweepTable {
                     .iter()
                     .map(|row| &row.result)
                     .filter(|c| c.strategy == name && c.fits)
-                    .filter_map(|c| Some((self.percent_of_baseline(c.peak_bytes?), 100.0 * c.recompute_overhead(self.baseline_cost)?)))
+                    .filter_map(|c| {
+                        Some((
+                            self.percent_of_baseline(c.peak_bytes?),
+                            100.0 * c.recompute_overhead(self.baseline_cost)?,
+                        ))
+                    })
                     .collect(),
             })
             .collect();
         let title = format!("@{function}: peak vs recompute overhead over budgets");
-        let axes = remat_plot::Axes { title: &title, x_label: "peak (% of the input order's peak)", y_label: "recompute overhead (%)", log_x: false, log_y: false };
+        let axes = remat_plot::Axes {
+            title: &title,
+            x_label: "peak (% of the input order's peak)",
+            y_label: "recompute overhead (%)",
+            log_x: false,
+            log_y: false,
+        };
         remat_plot::pareto_chart(&axes, &series)
     }
 }
@@ -191,7 +219,8 @@ mod tests {
     fn table() -> SweepTable {
         let graph = FeedForward::mlp(6).generate();
         let order = graph.topological_schedule();
-        let strategies: Vec<&dyn Planner> = ["none", "greedy", "treewidth"].iter().filter_map(|n| strategy(n)).collect();
+        let strategies: Vec<&dyn Planner> =
+            ["none", "greedy", "treewidth"].iter().filter_map(|n| strategy(n)).collect();
         sweep(&graph, &order, &[100.0, 60.0, 1.0], &strategies, &PlannerOptions::default()).unwrap()
     }
 
@@ -215,10 +244,13 @@ mod tests {
     fn renderers_are_deterministic_apart_from_seconds() {
         let (a, b) = (table(), table());
         assert_eq!(a.to_table("f", true), b.to_table("f", true));
-        let strip = |csv: String| csv.lines().map(|l| l.split(',').take(8).collect::<Vec<_>>().join(",")).collect::<Vec<_>>();
+        let strip =
+            |csv: String| csv.lines().map(|l| l.split(',').take(8).collect::<Vec<_>>().join(",")).collect::<Vec<_>>();
         assert_eq!(strip(a.to_csv()), strip(b.to_csv()));
         let csv = a.to_csv();
-        assert!(csv.starts_with("budget_percent,budget_bytes,strategy,peak_bytes,peak_percent,cost,recompute_overhead,fits,seconds,note\n"));
+        assert!(csv.starts_with(
+            "budget_percent,budget_bytes,strategy,peak_bytes,peak_percent,cost,recompute_overhead,fits,seconds,note\n"
+        ));
         assert_eq!(csv.lines().count(), 10);
         assert!(csv.contains("\n100,") && csv.contains(",none,"));
         let svg = a.to_svg("f");

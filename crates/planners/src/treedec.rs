@@ -254,7 +254,11 @@ impl TreeDecomposition {
             if holding.is_empty() {
                 return Err(format!("(i) node {v} is in no bag"));
             }
-            let inside = holding.iter().map(|&b| self.adjacency[b].iter().filter(|c| holding.contains(c)).count()).sum::<usize>() / 2;
+            let inside = holding
+                .iter()
+                .map(|&b| self.adjacency[b].iter().filter(|c| holding.contains(c)).count())
+                .sum::<usize>()
+                / 2;
             if inside != holding.len() - 1 {
                 return Err(format!("(iii) the bags holding node {v} are not connected"));
             }
@@ -312,7 +316,8 @@ impl SeparatorHierarchy {
                 part[b] = id;
             }
             let centre = balanced_separator(td, &members, &part, id, &mut size);
-            let mut separator: Vec<NodeId> = td.bags[centre].iter().copied().filter(|v| home[v.index()] == usize::MAX).collect();
+            let mut separator: Vec<NodeId> =
+                td.bags[centre].iter().copied().filter(|v| home[v.index()] == usize::MAX).collect();
             for v in &separator {
                 home[v.index()] = id;
             }
@@ -385,7 +390,13 @@ impl SeparatorHierarchy {
 
 /// Lemma 3 (Jordan's theorem on the bag tree): a bag of `members` (the bags with
 /// `part[b] == id`) whose removal leaves components of at most half the bags.
-fn balanced_separator(td: &TreeDecomposition, members: &[usize], part: &[usize], id: usize, size: &mut [usize]) -> usize {
+fn balanced_separator(
+    td: &TreeDecomposition,
+    members: &[usize],
+    part: &[usize],
+    id: usize,
+    size: &mut [usize],
+) -> usize {
     let total = members.len();
     let root = members[0];
     // Iterative DFS for a parent order, then subtree sizes bottom-up.
@@ -409,7 +420,8 @@ fn balanced_separator(td: &TreeDecomposition, members: &[usize], part: &[usize],
         }
     }
     for &(b, from) in &order {
-        let largest_child = td.adjacency[b].iter().filter(|&&c| c != from && part[c] == id).map(|&c| size[c]).max().unwrap_or(0);
+        let largest_child =
+            td.adjacency[b].iter().filter(|&&c| c != from && part[c] == id).map(|&c| size[c]).max().unwrap_or(0);
         if largest_child.max(total - size[b]) * 2 <= total {
             return b;
         }

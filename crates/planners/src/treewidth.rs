@@ -72,14 +72,23 @@ impl Planner for TwRemat {
 
 /// TWRemat(k) on the whole graph: the outputs and dead values requested at the top level;
 /// impure nodes then keep only their first execution.
-pub fn tw_schedule(graph: &Graph, hierarchy: &SeparatorHierarchy, rank: &[usize], order: &[NodeId], stop: usize) -> Schedule {
+pub fn tw_schedule(
+    graph: &Graph,
+    hierarchy: &SeparatorHierarchy,
+    rank: &[usize],
+    order: &[NodeId],
+    stop: usize,
+) -> Schedule {
     if hierarchy.levels.is_empty() {
         return Vec::new();
     }
-    let mut wanted: Vec<NodeId> =
-        graph.ids().filter(|&n| !graph.node(n).argument && (graph.node(n).output || graph.succs(n).is_empty())).collect();
+    let mut wanted: Vec<NodeId> = graph
+        .ids()
+        .filter(|&n| !graph.node(n).argument && (graph.node(n).output || graph.succs(n).is_empty()))
+        .collect();
     wanted.sort_by_key(|n| rank[n.index()]);
-    let mut run = Recursion { graph, hierarchy, rank, order, stop, schedule: Vec::new(), stamp: vec![0; graph.len()], calls: 0 };
+    let mut run =
+        Recursion { graph, hierarchy, rank, order, stop, schedule: Vec::new(), stamp: vec![0; graph.len()], calls: 0 };
     run.call(0, &wanted);
     let mut executed = vec![false; graph.len()];
     run.schedule.retain(|&n| graph.node(n).pure || !std::mem::replace(&mut executed[n.index()], true));
@@ -108,7 +117,12 @@ impl Recursion<'_> {
             self.schedule.extend(needed);
             return;
         }
-        let separator: Vec<NodeId> = here.separator.iter().copied().filter(|v| needed.binary_search_by_key(&self.rank[v.index()], |n| self.rank[n.index()]).is_ok()).collect();
+        let separator: Vec<NodeId> = here
+            .separator
+            .iter()
+            .copied()
+            .filter(|v| needed.binary_search_by_key(&self.rank[v.index()], |n| self.rank[n.index()]).is_ok())
+            .collect();
         let children = here.children.clone();
         for &v in &separator {
             let inputs = self.split_by_child(level, self.graph.preds(v), &children);

@@ -3,8 +3,8 @@
 //! unique and complete), and the ACG solver against every stored set of small DAGs.
 
 use proptest::prelude::*;
-use remat_graph::random::SplitMix64;
 use remat_graph::random::RandomDag;
+use remat_graph::random::SplitMix64;
 use remat_graph::simulate;
 use remat_planners::acg::{lcg_optimum, ForwardPart, ReforwardProblem, Solver};
 use remat_planners::division::{Division, DivisionTree, TwoTerminalDag};

@@ -19,13 +19,25 @@ fn brute_force(graph: &Graph, budget: u64) -> Option<u64> {
     let n = ops.len();
     assert!(n <= 12 && graph.nodes().iter().all(|node| node.view_of.is_none()));
     let bit = |v: usize| 1u32 << ops.iter().position(|&o| o == v).unwrap();
-    let needs: Vec<u32> = ops.iter().map(|&v| graph.preds(remat_graph::NodeId(v as u32)).iter().filter(|p| !graph.node(**p).argument).map(|p| bit(p.index())).fold(0, |a, b| a | b)).collect();
+    let needs: Vec<u32> = ops
+        .iter()
+        .map(|&v| {
+            graph
+                .preds(remat_graph::NodeId(v as u32))
+                .iter()
+                .filter(|p| !graph.node(**p).argument)
+                .map(|p| bit(p.index()))
+                .fold(0, |a, b| a | b)
+        })
+        .collect();
     let bytes: Vec<u64> = ops.iter().map(|&v| graph.nodes()[v].bytes).collect();
     let cost: Vec<u64> = ops.iter().map(|&v| graph.nodes()[v].cost as u64).collect();
     let pure: Vec<bool> = ops.iter().map(|&v| graph.nodes()[v].pure).collect();
-    let outputs: u32 = ops.iter().enumerate().filter(|(_, &v)| graph.nodes()[v].output).map(|(i, _)| 1 << i).fold(0, |a, b| a | b);
+    let outputs: u32 =
+        ops.iter().enumerate().filter(|(_, &v)| graph.nodes()[v].output).map(|(i, _)| 1 << i).fold(0, |a, b| a | b);
     let all = (1u32 << n) - 1;
-    let memory: Vec<u64> = (0..=all).map(|resident| (0..n).filter(|i| resident & (1 << i) != 0).map(|i| bytes[i]).sum()).collect();
+    let memory: Vec<u64> =
+        (0..=all).map(|resident| (0..n).filter(|i| resident & (1 << i) != 0).map(|i| bytes[i]).sum()).collect();
     // best[done << n | resident]: the cheapest way found to that state.
     let mut best = vec![u64::MAX; 1 << (2 * n)];
     let key = |done: u32, resident: u32| ((done as usize) << n) | resident as usize;
@@ -49,7 +61,10 @@ fn brute_force(graph: &Graph, budget: u64) -> Option<u64> {
             let b = 1 << i;
             if resident & b != 0 {
                 relax((done, resident & !b), c, &mut queue);
-            } else if needs[i] & !resident == 0 && (pure[i] || done & b == 0) && memory[(resident | b) as usize] <= budget {
+            } else if needs[i] & !resident == 0
+                && (pure[i] || done & b == 0)
+                && memory[(resident | b) as usize] <= budget
+            {
                 relax((done | b, resident | b), c + cost[i], &mut queue);
             }
         }
@@ -92,12 +107,22 @@ fn the_order_free_optimum_is_the_optimum_over_all_schedules() {
                 lo = mid + 1;
             }
         }
-        let mut budgets = vec![least.saturating_sub(1), least, least + (baseline - least) / 3, least + 2 * (baseline - least) / 3, baseline];
+        let mut budgets = vec![
+            least.saturating_sub(1),
+            least,
+            least + (baseline - least) / 3,
+            least + 2 * (baseline - least) / 3,
+            baseline,
+        ];
         budgets.dedup();
         for budget in budgets {
             let exact = brute_force(&g, budget);
             let free = ilp_cost(&g, budget, StageOrder::Free);
-            assert_eq!(free.map(|f| f.0 as u64), exact, "seed {seed}, budget {budget}: order-free ILP {free:?} vs exhaustive {exact:?}");
+            assert_eq!(
+                free.map(|f| f.0 as u64),
+                exact,
+                "seed {seed}, budget {budget}: order-free ILP {free:?} vs exhaustive {exact:?}"
+            );
             if let Some((_, status)) = free {
                 assert_eq!(status, SolveStatus::Optimal);
             }
@@ -144,4 +169,3 @@ proptest! {
         }
     }
 }
-

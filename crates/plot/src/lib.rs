@@ -83,9 +83,13 @@ pub fn annotated_line_chart(axes: &Axes<'_>, series: &[Series], guides: &[Guide]
         let colour = COLOURS[i % COLOURS.len()];
         let points = frame.visible(&s.points);
         let path: Vec<String> = points.iter().map(|&p| frame.xy(p)).collect();
-        svg += &format!("<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\" points=\"{}\"/>\n", path.join(" "));
+        svg += &format!(
+            "<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\" points=\"{}\"/>\n",
+            path.join(" ")
+        );
         for &(x, y) in &points {
-            svg += &format!("<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{colour}\"/>\n", frame.px(x), frame.py(y));
+            svg +=
+                &format!("<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{colour}\"/>\n", frame.px(x), frame.py(y));
         }
         svg += &legend_entry(i, colour, &s.name, false);
     }
@@ -133,7 +137,10 @@ pub fn timeline_chart(axes: &Axes<'_>, series: &[Series], guides: &[Guide]) -> S
                 path.push(frame.xy((x, y)));
             }
         }
-        svg += &format!("<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"1.5\" points=\"{}\"/>\n", path.join(" "));
+        svg += &format!(
+            "<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"1.5\" points=\"{}\"/>\n",
+            path.join(" ")
+        );
         svg += &legend_entry(i, colour, &s.name, false);
     }
     svg += &frame.guides(guides);
@@ -170,7 +177,10 @@ pub fn pareto_chart(axes: &Axes<'_>, series: &[Series]) -> String {
             steps.push(frame.xy((x, y)));
         }
         if steps.len() > 1 {
-            svg += &format!("<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"{width}\" points=\"{}\"/>\n", steps.join(" "));
+            svg += &format!(
+                "<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"{width}\" points=\"{}\"/>\n",
+                steps.join(" ")
+            );
         }
         let mut drawn: Vec<(f64, f64)> = Vec::new();
         for &(x, y) in &points {
@@ -241,7 +251,12 @@ impl Scale {
         }
         let step = nice_step((high - low) / 5.0);
         let (first, last) = ((low / step).floor() as i64, (high / step).ceil() as i64);
-        Scale { low: first as f64 * step, high: last as f64 * step, ticks: (first..=last).map(|k| k as f64 * step).collect(), step }
+        Scale {
+            low: first as f64 * step,
+            high: last as f64 * step,
+            ticks: (first..=last).map(|k| k as f64 * step).collect(),
+            step,
+        }
     }
 
     /// `v` (mapped) as a fraction of the way from `low` to `high`.
@@ -342,7 +357,8 @@ impl<'a> Frame<'a> {
             LEFT + plot_w / 2.0,
             escape(axes.title)
         );
-        let label = |v: f64, scale: &Scale, log: bool| if log { tick(10f64.powf(v)) } else { linear_tick(v, scale.step) };
+        let label =
+            |v: f64, scale: &Scale, log: bool| if log { tick(10f64.powf(v)) } else { linear_tick(v, scale.step) };
         for &v in &self.x.ticks {
             let gx = LEFT + self.x.fraction(v) * plot_w;
             svg += &format!(
@@ -379,7 +395,8 @@ impl<'a> Frame<'a> {
 fn legend_entry(index: usize, colour: &str, name: &str, marker: bool) -> String {
     let ly = TOP + 10.0 + 18.0 * index as f64;
     let (x0, x1) = (WIDTH - RIGHT + 10.0, WIDTH - RIGHT + 30.0);
-    let mut s = format!("<line x1=\"{x0}\" y1=\"{ly}\" x2=\"{x1}\" y2=\"{ly}\" stroke=\"{colour}\" stroke-width=\"2\"/>");
+    let mut s =
+        format!("<line x1=\"{x0}\" y1=\"{ly}\" x2=\"{x1}\" y2=\"{ly}\" stroke=\"{colour}\" stroke-width=\"2\"/>");
     if marker {
         s += &format!("<circle cx=\"{}\" cy=\"{ly}\" r=\"3.5\" fill=\"{colour}\"/>", (x0 + x1) / 2.0);
     }
@@ -446,7 +463,8 @@ mod tests {
 
     #[test]
     fn pareto_chart_marks_dominated_points_hollow() {
-        let svg = pareto_chart(&AXES, &[Series { name: "a<b".into(), points: vec![(1.0, 2.0), (2.0, 3.0), (3.0, 0.0)] }]);
+        let svg =
+            pareto_chart(&AXES, &[Series { name: "a<b".into(), points: vec![(1.0, 2.0), (2.0, 3.0), (3.0, 0.0)] }]);
         assert_eq!(svg.matches("<circle").count(), 4, "three points and the legend marker");
         assert_eq!(svg.matches("fill=\"white\" stroke").count(), 1, "(2, 3) is dominated");
         assert!(svg.contains("a&lt;b"));
@@ -456,7 +474,10 @@ mod tests {
 
     #[test]
     fn timelines_draw_runs_as_one_segment_and_guides_widen_the_axis() {
-        let flat = Series { name: "before".into(), points: (0..100).map(|i| (i as f64, if i < 50 { 10.0 } else { 20.0 })).collect() };
+        let flat = Series {
+            name: "before".into(),
+            points: (0..100).map(|i| (i as f64, if i < 50 { 10.0 } else { 20.0 })).collect(),
+        };
         let svg = timeline_chart(&AXES, &[flat], &[Guide { name: "budget".into(), y: 40.0 }]);
         let polyline = svg.lines().find(|l| l.starts_with("<polyline")).unwrap();
         // Only where y changes: the start, the rise at 50 (two corners), and the end.
@@ -468,8 +489,16 @@ mod tests {
 
     #[test]
     fn stops_are_crosses_in_their_series_colour() {
-        let series = [Series { name: "a".into(), points: vec![(1.0, 1.0), (2.0, 2.0)] }, Series { name: "b".into(), points: vec![(1.0, 3.0)] }];
-        let svg = annotated_line_chart(&AXES, &series, &[Guide { name: "limit".into(), y: 5.0 }], &[Stop { series: 1, point: (2.0, 5.0) }]);
+        let series = [
+            Series { name: "a".into(), points: vec![(1.0, 1.0), (2.0, 2.0)] },
+            Series { name: "b".into(), points: vec![(1.0, 3.0)] },
+        ];
+        let svg = annotated_line_chart(
+            &AXES,
+            &series,
+            &[Guide { name: "limit".into(), y: 5.0 }],
+            &[Stop { series: 1, point: (2.0, 5.0) }],
+        );
         assert_eq!(svg.matches("<path").count(), 1);
         assert!(svg.contains(&format!("stroke=\"{}\" stroke-width=\"2.5\"", COLOURS[1])));
     }
@@ -481,7 +510,12 @@ mod tests {
                 let axes = Axes { log_x: log, log_y: log, ..AXES };
                 let guides = [Guide { name: "g".into(), y: f64::NAN }, Guide { name: "h".into(), y: -1.0 }];
                 let stops = [Stop { series: 0, point: (f64::NAN, 1.0) }];
-                for svg in [line_chart(&axes, &series), pareto_chart(&axes, &series), timeline_chart(&axes, &series, &guides), annotated_line_chart(&axes, &series, &guides, &stops)] {
+                for svg in [
+                    line_chart(&axes, &series),
+                    pareto_chart(&axes, &series),
+                    timeline_chart(&axes, &series, &guides),
+                    annotated_line_chart(&axes, &series, &guides, &stops),
+                ] {
                     assert!(svg.ends_with("</svg>\n") && !svg.contains("NaN") && !svg.contains("inf"), "{svg}");
                 }
             }

@@ -190,7 +190,11 @@ pub struct UnrankedMemRef {
 /// # Safety
 /// Both arguments must be valid unranked memrefs of equal shape with `element_size`-byte
 /// elements, as the lowered code passes them.
-pub unsafe extern "C" fn memref_copy(element_size: i64, source: *const UnrankedMemRef, destination: *const UnrankedMemRef) {
+pub unsafe extern "C" fn memref_copy(
+    element_size: i64,
+    source: *const UnrankedMemRef,
+    destination: *const UnrankedMemRef,
+) {
     unsafe {
         let (src, dst) = (&*source, &*destination);
         let rank = src.rank as usize;
@@ -233,7 +237,16 @@ mod tests {
         assert_eq!(counts().live_bytes, 128);
         mlir_free(a);
         let c = mlir_aligned_alloc(64, 50);
-        assert_eq!(counts(), AllocationCounts { live_bytes: 78, peak_bytes: 128, allocations: 3, frees: 1, ..AllocationCounts::default() });
+        assert_eq!(
+            counts(),
+            AllocationCounts {
+                live_bytes: 78,
+                peak_bytes: 128,
+                allocations: 3,
+                frees: 1,
+                ..AllocationCounts::default()
+            }
+        );
         mlir_free(b);
         mlir_free(c);
         let mut host = 0u8;
@@ -267,7 +280,8 @@ mod tests {
         let mut dst = [0f32; 4];
         let sd = [src.as_ptr() as i64, src.as_ptr() as i64, 1, 2, 2, 3, 1];
         let dd = [dst.as_mut_ptr() as i64, dst.as_mut_ptr() as i64, 0, 2, 2, 2, 1];
-        let (s, d) = (UnrankedMemRef { rank: 2, descriptor: sd.as_ptr() }, UnrankedMemRef { rank: 2, descriptor: dd.as_ptr() });
+        let (s, d) =
+            (UnrankedMemRef { rank: 2, descriptor: sd.as_ptr() }, UnrankedMemRef { rank: 2, descriptor: dd.as_ptr() });
         unsafe { memref_copy(4, &s, &d) };
         assert_eq!(dst, [1.0, 2.0, 4.0, 5.0]);
     }

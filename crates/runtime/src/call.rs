@@ -67,7 +67,8 @@ impl PackedCall {
 
     /// The `void **` array: one pointer per input word, then the result storage.
     pub(crate) fn arguments(&mut self) -> Vec<*mut ()> {
-        let mut args: Vec<*mut ()> = self.words.iter_mut().flat_map(|w| w.iter_mut().map(|x| x as *mut u64 as *mut ())).collect();
+        let mut args: Vec<*mut ()> =
+            self.words.iter_mut().flat_map(|w| w.iter_mut().map(|x| x as *mut u64 as *mut ())).collect();
         if self.has_results {
             args.push(self.result_storage.as_mut_ptr() as *mut ());
         }
@@ -82,7 +83,12 @@ impl PackedCall {
 /// # Safety
 /// `entry` must be the packed entry of a function whose arguments are exactly `inputs`' memref
 /// types and whose results are `results`' memref types.
-pub unsafe fn call_step(entry: PackedEntry, inputs: &mut [HostTensor], results: &[TensorSpec], trace: bool) -> Result<StepRun, String> {
+pub unsafe fn call_step(
+    entry: PackedEntry,
+    inputs: &mut [HostTensor],
+    results: &[TensorSpec],
+    trace: bool,
+) -> Result<StepRun, String> {
     let mut call = PackedCall::new(inputs.iter_mut().map(|t| (t.as_mut_ptr() as u64, t.spec.shape.clone())), results);
     let mut args = call.arguments();
 
@@ -172,7 +178,8 @@ mod tests {
             }
             alloc::free(scratch);
             let out = *args.add(7) as *mut u64;
-            let words = [t as u64, t as u64, 0, cols as u64, rows as u64, rows as u64, 1, total as u64, total as u64, 0];
+            let words =
+                [t as u64, t as u64, 0, cols as u64, rows as u64, rows as u64, 1, total as u64, total as u64, 0];
             for (i, w) in words.iter().enumerate() {
                 *out.add(i) = *w;
             }
@@ -183,7 +190,10 @@ mod tests {
     fn calls_a_packed_step_and_counts_its_memory() {
         let spec = TensorSpec { element: ElementType::F32, shape: vec![2, 3] };
         let mut inputs = vec![HostTensor::random(spec, &mut SplitMix64::new(3), 8)];
-        let results = [TensorSpec { element: ElementType::F32, shape: vec![3, 2] }, TensorSpec { element: ElementType::F32, shape: vec![] }];
+        let results = [
+            TensorSpec { element: ElementType::F32, shape: vec![3, 2] },
+            TensorSpec { element: ElementType::F32, shape: vec![] },
+        ];
         let run = unsafe { call_step(transpose_and_sum, &mut inputs, &results, true) }.unwrap();
         assert_eq!(run.counts.peak_bytes, 1000 + 24 + 4);
         assert_eq!(run.counts.live_bytes, 28);

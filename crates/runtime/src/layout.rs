@@ -35,7 +35,12 @@ pub(crate) fn footprint_elements(sizes: &[i64], strides: &[i64]) -> Option<i64> 
 /// copy between two memrefs of shape `sizes` (element offsets from each one's first element):
 /// one run when both are dense row-major, rows when both have unit innermost stride, else
 /// single elements. Nothing for an empty shape; one element for rank 0.
-pub(crate) fn for_each_run(sizes: &[i64], source_strides: &[i64], destination_strides: &[i64], mut run: impl FnMut(i64, i64, i64)) {
+pub(crate) fn for_each_run(
+    sizes: &[i64],
+    source_strides: &[i64],
+    destination_strides: &[i64],
+    mut run: impl FnMut(i64, i64, i64),
+) {
     if sizes.iter().any(|&s| s <= 0) {
         return;
     }
@@ -49,7 +54,8 @@ pub(crate) fn for_each_run(sizes: &[i64], source_strides: &[i64], destination_st
     let mut index = vec![0i64; outer];
     loop {
         // Wrapping: memrefCopy passes what the step's descriptors say, and must not panic.
-        let offset = |strides: &[i64]| index.iter().zip(strides).fold(0i64, |sum, (i, s)| sum.wrapping_add(i.wrapping_mul(*s)));
+        let offset =
+            |strides: &[i64]| index.iter().zip(strides).fold(0i64, |sum, (i, s)| sum.wrapping_add(i.wrapping_mul(*s)));
         run(offset(source_strides), offset(destination_strides), length);
         let mut dim = outer;
         loop {
@@ -71,7 +77,15 @@ mod tests {
     use super::*;
 
     /// Applies the runs to host arrays, as the GPU code applies them with `cuMemcpy`.
-    fn copy(sizes: &[i64], src: &[i32], src_offset: i64, src_strides: &[i64], dst: &mut [i32], dst_offset: i64, dst_strides: &[i64]) -> usize {
+    fn copy(
+        sizes: &[i64],
+        src: &[i32],
+        src_offset: i64,
+        src_strides: &[i64],
+        dst: &mut [i32],
+        dst_offset: i64,
+        dst_strides: &[i64],
+    ) -> usize {
         let mut runs = 0;
         for_each_run(sizes, src_strides, dst_strides, |s, d, n| {
             runs += 1;

@@ -18,9 +18,9 @@
 
 pub mod alloc;
 pub mod call;
-pub(crate) mod layout;
 #[cfg(feature = "gpu")]
 pub mod gpu;
+pub(crate) mod layout;
 pub mod npy;
 pub mod tensor;
 

@@ -14,7 +14,8 @@ pub fn encode(tensor: &HostTensor) -> Vec<u8> {
         [d] => format!("({d},)"),
         dims => format!("({})", dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
     };
-    let mut header = format!("{{'descr': '{}', 'fortran_order': False, 'shape': {shape}, }}", tensor.spec.element.npy_descr());
+    let mut header =
+        format!("{{'descr': '{}', 'fortran_order': False, 'shape': {shape}, }}", tensor.spec.element.npy_descr());
     // Magic (6) + version (2) + length (2) + header + '\n' is a multiple of 64.
     let unpadded = 10 + header.len() + 1;
     header.push_str(&" ".repeat(unpadded.next_multiple_of(64) - unpadded));
@@ -51,7 +52,8 @@ pub fn decode(bytes: &[u8]) -> Result<HostTensor, String> {
         2 | 3 if bytes.len() >= 12 => (12, u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize),
         version => return Err(format!("unsupported .npy format version {version}")),
     };
-    let data_start = header_start.checked_add(header_len).filter(|&end| end <= bytes.len()).ok_or("truncated .npy header")?;
+    let data_start =
+        header_start.checked_add(header_len).filter(|&end| end <= bytes.len()).ok_or("truncated .npy header")?;
     let header = std::str::from_utf8(&bytes[header_start..data_start]).map_err(|_| "the .npy header is not text")?;
     let spec = parse_header(header)?;
     let data = &bytes[data_start..];
@@ -72,7 +74,10 @@ fn parse_header(header: &str) -> Result<TensorSpec, String> {
         return Err("Fortran-order arrays are not supported".into());
     }
     let shape_text = header_value(header, "shape")?;
-    let inner = shape_text.strip_prefix('(').and_then(|s| s.strip_suffix(')')).ok_or_else(|| format!("malformed shape '{shape_text}'"))?;
+    let inner = shape_text
+        .strip_prefix('(')
+        .and_then(|s| s.strip_suffix(')'))
+        .ok_or_else(|| format!("malformed shape '{shape_text}'"))?;
     let shape = inner
         .split(',')
         .map(str::trim)
@@ -122,7 +127,17 @@ mod tests {
 
     #[test]
     fn every_element_type_round_trips() {
-        let elements = [ElementType::F16, ElementType::BF16, ElementType::F32, ElementType::F64, ElementType::I1, ElementType::I8, ElementType::I16, ElementType::I32, ElementType::I64];
+        let elements = [
+            ElementType::F16,
+            ElementType::BF16,
+            ElementType::F32,
+            ElementType::F64,
+            ElementType::I1,
+            ElementType::I8,
+            ElementType::I16,
+            ElementType::I32,
+            ElementType::I64,
+        ];
         for (seed, element) in elements.into_iter().enumerate() {
             for shape in [vec![], vec![5], vec![2, 3, 4], vec![0, 3]] {
                 let t = HostTensor::random(TensorSpec { element, shape }, &mut SplitMix64::new(seed as u64), 100);

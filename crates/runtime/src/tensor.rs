@@ -123,7 +123,8 @@ impl TensorSpec {
         }
         let mut parts: Vec<&str> = inner.split('x').collect();
         let element_text = parts.pop().unwrap_or("");
-        let element = ElementType::from_mlir(element_text).ok_or_else(|| format!("'{text}': element type '{element_text}' is not supported"))?;
+        let element = ElementType::from_mlir(element_text)
+            .ok_or_else(|| format!("'{text}': element type '{element_text}' is not supported"))?;
         let shape = parts
             .iter()
             .map(|d| d.parse::<usize>().map_err(|_| format!("'{text}' has a dynamic or malformed dimension")))
@@ -282,14 +283,23 @@ impl fmt::Display for Mismatch {
         if let Some((a, b)) = &self.types {
             return write!(f, "types differ: {a} vs {b}");
         }
-        write!(f, "{} element(s) differ, first at index {}, max |difference| {:e}", self.differing, self.first, self.max_abs_diff)
+        write!(
+            f,
+            "{} element(s) differ, first at index {}, max |difference| {:e}",
+            self.differing, self.first, self.max_abs_diff
+        )
     }
 }
 
 /// Compares two tensors bit for bit; None when identical.
 pub fn compare(a: &HostTensor, b: &HostTensor) -> Option<Mismatch> {
     if a.spec != b.spec {
-        return Some(Mismatch { types: Some((a.spec.clone(), b.spec.clone())), differing: 0, first: 0, max_abs_diff: f64::NAN });
+        return Some(Mismatch {
+            types: Some((a.spec.clone(), b.spec.clone())),
+            differing: 0,
+            first: 0,
+            max_abs_diff: f64::NAN,
+        });
     }
     let size = a.spec.element.bytes();
     let mut mismatch: Option<Mismatch> = None;
@@ -333,7 +343,11 @@ impl fmt::Display for ToleranceReport {
         }
         match self.first {
             None => write!(f, "all elements within tolerance, max |error| {:e}", self.max_abs_error),
-            Some(first) => write!(f, "{} element(s) out of tolerance, first at index {first}, max |error| {:e}", self.out_of_tolerance, self.max_abs_error),
+            Some(first) => write!(
+                f,
+                "{} element(s) out of tolerance, first at index {first}, max |error| {:e}",
+                self.out_of_tolerance, self.max_abs_error
+            ),
         }
     }
 }
@@ -356,7 +370,11 @@ pub fn compare_within(actual: &HostTensor, expected: &HostTensor, rtol: f64, ato
         let (error, within) = if !element.is_float() {
             ((a - b).abs(), x == y)
         } else if a.is_nan() || b.is_nan() {
-            if a.is_nan() && b.is_nan() { (0.0, true) } else { (f64::NAN, false) }
+            if a.is_nan() && b.is_nan() {
+                (0.0, true)
+            } else {
+                (f64::NAN, false)
+            }
         } else if a == b {
             (0.0, true)
         } else if a.is_infinite() || b.is_infinite() {
@@ -365,7 +383,8 @@ pub fn compare_within(actual: &HostTensor, expected: &HostTensor, rtol: f64, ato
             let error = (a - b).abs();
             (error, error <= atol + rtol * b.abs())
         };
-        report.max_abs_error = if error.is_nan() || report.max_abs_error.is_nan() { f64::NAN } else { report.max_abs_error.max(error) };
+        report.max_abs_error =
+            if error.is_nan() || report.max_abs_error.is_nan() { f64::NAN } else { report.max_abs_error.max(error) };
         if !within {
             report.out_of_tolerance += 1;
             report.first.get_or_insert(i);
@@ -380,7 +399,10 @@ mod tests {
 
     #[test]
     fn parses_tensor_types() {
-        assert_eq!(TensorSpec::parse("tensor<4x8xf32>").unwrap(), TensorSpec { element: ElementType::F32, shape: vec![4, 8] });
+        assert_eq!(
+            TensorSpec::parse("tensor<4x8xf32>").unwrap(),
+            TensorSpec { element: ElementType::F32, shape: vec![4, 8] }
+        );
         assert_eq!(TensorSpec::parse("tensor<i32>").unwrap().shape, Vec::<usize>::new());
         assert!(TensorSpec::parse("tensor<?x8xf32>").is_err());
         assert!(TensorSpec::parse("tensor<4xcomplex<f32>>").is_err());
@@ -397,7 +419,8 @@ mod tests {
         assert!(compare(&a, &b).is_none());
         assert!(compare(&a, &c).is_some());
         assert!((0..100).all(|i| (-1.0..1.0).contains(&a.value(i))));
-        let ints = HostTensor::random(TensorSpec { element: ElementType::I32, shape: vec![50] }, &mut SplitMix64::new(1), 8);
+        let ints =
+            HostTensor::random(TensorSpec { element: ElementType::I32, shape: vec![50] }, &mut SplitMix64::new(1), 8);
         assert!((0..50).all(|i| (0.0..8.0).contains(&ints.value(i))));
         assert_eq!(a.storage.as_ptr() as usize % 64, 0);
     }
@@ -487,7 +510,17 @@ mod tests {
 
     #[test]
     fn npy_descriptions_map_back_to_element_types() {
-        for e in [ElementType::F16, ElementType::BF16, ElementType::F32, ElementType::F64, ElementType::I1, ElementType::I8, ElementType::I16, ElementType::I32, ElementType::I64] {
+        for e in [
+            ElementType::F16,
+            ElementType::BF16,
+            ElementType::F32,
+            ElementType::F64,
+            ElementType::I1,
+            ElementType::I8,
+            ElementType::I16,
+            ElementType::I32,
+            ElementType::I64,
+        ] {
             assert_eq!(ElementType::from_npy_descr(e.npy_descr()), Some(e));
         }
         assert_eq!(ElementType::from_npy_descr("|u1"), Some(ElementType::I8));

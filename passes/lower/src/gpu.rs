@@ -47,7 +47,8 @@ pub fn parallelize(module: Op) -> ParallelizeStats {
         for block in ir::regions(func).into_iter().flat_map(ir::blocks) {
             for op in ir::block_ops(block) {
                 let name = ir::op_name(op);
-                let sequential = (name == "scf.for" && ir::results(op).is_empty()) || (name.starts_with("linalg.") && !has_parallel_loop(op));
+                let sequential = (name == "scf.for" && ir::results(op).is_empty())
+                    || (name.starts_with("linalg.") && !has_parallel_loop(op));
                 if sequential {
                     wrap_in_single_iteration(op);
                     stats.sequential_loops += 1;
@@ -71,7 +72,8 @@ fn read_back(module: Op, load: Op) {
     let location = ir::location(load);
     let block = ir::op_block(load);
     let element = ir::value_type(ir::results(load)[0]);
-    let scalar_buffer = unsafe { mlirMemRefTypeGet(element, 0, std::ptr::null(), mlirAttributeGetNull(), mlirAttributeGetNull()) };
+    let scalar_buffer =
+        unsafe { mlirMemRefTypeGet(element, 0, std::ptr::null(), mlirAttributeGetNull(), mlirAttributeGetNull()) };
     let alloc = create_op("memref.alloc", location, &[], &[scalar_buffer], vec![]);
     set_segments(alloc, &[0, 0]);
     ir::insert_before(block, load, alloc);
@@ -119,7 +121,8 @@ fn copy_as_parallel_loops(copy: Op) {
         ir::insert_before(ir::op_block(copy), copy, op);
         op
     };
-    let constant = |value: i64| ir::results(before(ir::create_integer_constant("arith.constant", index, value, location)))[0];
+    let constant =
+        |value: i64| ir::results(before(ir::create_integer_constant("arith.constant", index, value, location)))[0];
     let (zero, one) = (constant(0), constant(1));
     let mut bounds = Vec::with_capacity(rank);
     for d in 0..rank {
@@ -132,7 +135,8 @@ fn copy_as_parallel_loops(copy: Op) {
         });
     }
     // A rank-0 copy still needs a loop for the GPU mapping: one iteration.
-    let (lower, upper, steps) = if rank == 0 { (vec![zero], vec![one], vec![one]) } else { (vec![zero; rank], bounds, vec![one; rank]) };
+    let (lower, upper, steps) =
+        if rank == 0 { (vec![zero], vec![one], vec![one]) } else { (vec![zero; rank], bounds, vec![one; rank]) };
     let (block, parallel) = parallel_loop(location, &lower, &upper, &steps);
     before(parallel);
     let ivs = if rank == 0 { Vec::new() } else { ir::block_arguments(block) };
@@ -209,8 +213,16 @@ pub struct CheckHostStats {
 
 /// Host ops that read or write buffer contents: none may be left outside a `gpu.launch`.
 fn touches_memory(name: &str) -> bool {
-    matches!(name, "memref.load" | "memref.store" | "memref.copy" | "memref.atomic_rmw" | "scf.parallel" | "affine.load" | "affine.store")
-        || name.starts_with("linalg.")
+    matches!(
+        name,
+        "memref.load"
+            | "memref.store"
+            | "memref.copy"
+            | "memref.atomic_rmw"
+            | "scf.parallel"
+            | "affine.load"
+            | "affine.store"
+    ) || name.starts_with("linalg.")
         || name.starts_with("vector.")
 }
 
@@ -235,7 +247,10 @@ pub fn check_host(func: Op) -> Result<CheckHostStats, OpError> {
 /// host code refers to; launches get their own device copy): an unrolled loop's counter, say.
 fn reads_host_constant(op: Op) -> bool {
     ir::op_name(op) == "memref.load"
-        && ir::operands(op).first().and_then(|&m| ir::defining_op(m)).is_some_and(|(def, _)| ir::op_name(def) == "memref.get_global")
+        && ir::operands(op)
+            .first()
+            .and_then(|&m| ir::defining_op(m))
+            .is_some_and(|(def, _)| ir::op_name(def) == "memref.get_global")
 }
 
 /// Ops outside launches go to `out`; each launch gets its constants sunk.
@@ -259,7 +274,8 @@ fn collect_host_ops(op: Op, out: &mut Vec<Op>, stats: &mut CheckHostStats) {
 /// of the launch body, and points the inside uses at the clone. Returns the number of clones.
 fn sink_constants(launch: Op) -> usize {
     let Some(body) = ir::regions(launch).first().and_then(|&r| ir::blocks(r).first().copied()) else { return 0 };
-    let inside: std::collections::HashSet<usize> = std::iter::once(launch).chain(ir::nested_ops(launch)).map(ir::op_key).collect();
+    let inside: std::collections::HashSet<usize> =
+        std::iter::once(launch).chain(ir::nested_ops(launch)).map(ir::op_key).collect();
     let mut clones: HashMap<usize, Val> = HashMap::new();
     for op in ir::nested_ops(launch) {
         for (i, v) in ir::operands(op).into_iter().enumerate() {

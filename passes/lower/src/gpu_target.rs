@@ -7,8 +7,8 @@
 //! `tools/setup.sh` unpacks both from the PyPI wheel `nvidia-cuda-nvcc-cu12`.
 
 use crate::MlirError;
-use mlir_sys::*;
 use melior::ir::Module;
+use mlir_sys::*;
 use remat_mlir::ir;
 use std::path::{Path, PathBuf};
 
@@ -67,7 +67,9 @@ pub fn has_ptxas(dir: &Path) -> bool {
 /// (`${XDG_CACHE_HOME:-~/.cache}/remat-opt/cuda-nvcc`), then `$CUDA_HOME`, then
 /// `/usr/local/cuda`; the first that has libdevice.
 pub fn find_cuda_toolkit() -> Option<PathBuf> {
-    let cache = std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")));
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")));
     let candidates = [
         std::env::var_os("REMAT_CUDA_PATH").map(PathBuf::from),
         cache.map(|c| c.join("remat-opt/cuda-nvcc")),
@@ -119,13 +121,21 @@ pub fn gpu_loops_on_cpu_pipeline() -> String {
 
 /// Checks `options` before they go into a pipeline string.
 pub fn validate(options: &GpuOptions) -> Result<(), String> {
-    if !options.chip.starts_with("sm_") || !options.chip[3..].chars().all(|c| c.is_ascii_alphanumeric()) || options.chip.len() < 4 {
-        return Err(format!("invalid --gpu-chip '{}' (expected an NVIDIA architecture such as sm_80 or sm_90)", options.chip));
+    if !options.chip.starts_with("sm_")
+        || !options.chip[3..].chars().all(|c| c.is_ascii_alphanumeric())
+        || options.chip.len() < 4
+    {
+        return Err(format!(
+            "invalid --gpu-chip '{}' (expected an NVIDIA architecture such as sm_80 or sm_90)",
+            options.chip
+        ));
     }
     if let Some(t) = &options.toolkit {
         let text = t.display().to_string();
         if text.contains([' ', ',', '{', '}', '"']) {
-            return Err(format!("CUDA toolkit path '{text}' cannot go into a pass pipeline (it has a space, comma, brace or quote)"));
+            return Err(format!(
+                "CUDA toolkit path '{text}' cannot go into a pass pipeline (it has a space, comma, brace or quote)"
+            ));
         }
         if !is_cuda_toolkit(t) {
             return Err(format!("'{text}' is not a CUDA toolkit: it has no nvvm/libdevice/libdevice.10.bc"));
@@ -194,9 +204,20 @@ pub fn strip_timings(module: &Module) {
                         .filter(|entry| !ir::string_ref_to_string(mlirIdentifierStr(entry.name)).ends_with("TimeInMs"))
                         .collect();
                     let kept = mlirDictionaryAttrGet(context, kept.len() as isize, kept.as_ptr());
-                    let (target, format, data) = (mlirGPUObjectAttrGetTarget(object), mlirGPUObjectAttrGetFormat(object), mlirGPUObjectAttrGetObject(object));
+                    let (target, format, data) = (
+                        mlirGPUObjectAttrGetTarget(object),
+                        mlirGPUObjectAttrGetFormat(object),
+                        mlirGPUObjectAttrGetObject(object),
+                    );
                     if mlirGPUObjectAttrHasKernels(object) {
-                        mlirGPUObjectAttrGetWithKernels(context, target, format, data, kept, mlirGPUObjectAttrGetKernels(object))
+                        mlirGPUObjectAttrGetWithKernels(
+                            context,
+                            target,
+                            format,
+                            data,
+                            kept,
+                            mlirGPUObjectAttrGetKernels(object),
+                        )
                     } else {
                         mlirGPUObjectAttrGet(context, target, format, data, kept)
                     }
@@ -244,7 +265,10 @@ pub fn ptx_listing(module: &Module) -> Result<String, String> {
     let mut out = String::new();
     for object in kernel_objects(module) {
         if object.format != GpuFormat::Ptx {
-            return Err(format!("kernel module @{} is a cubin; lower with --gpu-format=ptx to see its PTX", object.name));
+            return Err(format!(
+                "kernel module @{} is a cubin; lower with --gpu-format=ptx to see its PTX",
+                object.name
+            ));
         }
         out.push_str(&format!("// gpu.binary @{}\n", object.name));
         out.push_str(&String::from_utf8_lossy(&object.bytes));

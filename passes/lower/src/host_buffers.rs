@@ -30,7 +30,13 @@ pub struct HostBufferStats {
 pub fn mark_host_buffers(module: Op) -> HostBufferStats {
     let mut stats = HostBufferStats::default();
     let ops = ir::nested_ops(module);
-    let allocs: Vec<Op> = ops.iter().copied().filter(|&op| ir::op_name(op) == "memref.alloc" && ir::results(op).first().is_some_and(|&r| is_host(ir::value_type(r)))).collect();
+    let allocs: Vec<Op> = ops
+        .iter()
+        .copied()
+        .filter(|&op| {
+            ir::op_name(op) == "memref.alloc" && ir::results(op).first().is_some_and(|&r| is_host(ir::value_type(r)))
+        })
+        .collect();
     if allocs.is_empty() {
         return stats;
     }
@@ -83,7 +89,13 @@ fn retype(v: Val) -> bool {
     unsafe {
         let rank = mlirShapedTypeGetRank(t);
         let shape: Vec<i64> = (0..rank).map(|i| mlirShapedTypeGetDimSize(t, i as isize)).collect();
-        let plain = mlirMemRefTypeGet(mlirShapedTypeGetElementType(t), rank as isize, shape.as_ptr(), mlirMemRefTypeGetLayout(t), MlirAttribute { ptr: std::ptr::null() });
+        let plain = mlirMemRefTypeGet(
+            mlirShapedTypeGetElementType(t),
+            rank as isize,
+            shape.as_ptr(),
+            mlirMemRefTypeGetLayout(t),
+            MlirAttribute { ptr: std::ptr::null() },
+        );
         mlirValueSetType(v, plain);
     }
     true
@@ -92,7 +104,9 @@ fn retype(v: Val) -> bool {
 /// `func.func private @remat_host_alloc_next()` at the top of `module`, unless it is there.
 fn declare_runtime_function(module: Op) {
     let Some(body) = ir::regions(module).first().and_then(|r| ir::blocks(*r).first().copied()) else { return };
-    if ir::block_ops(body).iter().any(|&op| ir::op_name(op) == "func.func" && ir::string_attribute(op, "sym_name").as_deref() == Some(HOST_ALLOC_NEXT)) {
+    if ir::block_ops(body).iter().any(|&op| {
+        ir::op_name(op) == "func.func" && ir::string_attribute(op, "sym_name").as_deref() == Some(HOST_ALLOC_NEXT)
+    }) {
         return;
     }
     unsafe {

@@ -25,9 +25,10 @@ fn string_ref(s: &CString) -> MlirStringRef {
 }
 
 fn function_op(module: &Module, name: &str) -> Option<MlirOperation> {
-    ir::block_ops(module.body().to_raw())
-        .into_iter()
-        .find(|&op| matches!(ir::op_name(op).as_str(), "func.func" | "llvm.func") && ir::string_attribute(op, "sym_name").as_deref() == Some(name))
+    ir::block_ops(module.body().to_raw()).into_iter().find(|&op| {
+        matches!(ir::op_name(op).as_str(), "func.func" | "llvm.func")
+            && ir::string_attribute(op, "sym_name").as_deref() == Some(name)
+    })
 }
 
 /// Prepares every `func.func` with a body for lowering (done by [`crate::lower_to_llvm`]):
@@ -92,9 +93,15 @@ pub fn signature(module: &Module, function: &str) -> Result<StepSignature, Strin
             return Err(format!("'{function}': {SIGNATURE_ATTRIBUTE} is not a function type"));
         }
         let t = mlirTypeAttrGetValue(attr);
-        let spec = |ty: MlirType, what: &str, i: isize| TensorSpec::parse(&ir::type_text(ty)).map_err(|e| format!("'{function}' {what} {i}: {e}"));
-        let inputs = (0..mlirFunctionTypeGetNumInputs(t)).map(|i| spec(mlirFunctionTypeGetInput(t, i), "argument", i)).collect::<Result<_, _>>()?;
-        let results = (0..mlirFunctionTypeGetNumResults(t)).map(|i| spec(mlirFunctionTypeGetResult(t, i), "result", i)).collect::<Result<_, _>>()?;
+        let spec = |ty: MlirType, what: &str, i: isize| {
+            TensorSpec::parse(&ir::type_text(ty)).map_err(|e| format!("'{function}' {what} {i}: {e}"))
+        };
+        let inputs = (0..mlirFunctionTypeGetNumInputs(t))
+            .map(|i| spec(mlirFunctionTypeGetInput(t, i), "argument", i))
+            .collect::<Result<_, _>>()?;
+        let results = (0..mlirFunctionTypeGetNumResults(t))
+            .map(|i| spec(mlirFunctionTypeGetResult(t, i), "result", i))
+            .collect::<Result<_, _>>()?;
         Ok(StepSignature { function: function.to_string(), inputs, results })
     }
 }

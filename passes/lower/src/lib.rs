@@ -118,7 +118,6 @@ unsafe extern "C" {
     );
 }
 
-
 /// Runs `body` without unwinding into C++; a panic or an error becomes a diagnostic on `op`.
 fn guarded(op: mlir_sys::MlirOperation, pass: &str, body: impl FnOnce() -> Result<(), MlirError>) -> bool {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
@@ -195,6 +194,14 @@ pub fn register_lowering_passes() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         melior::utility::register_all_passes();
-        unsafe { rematRegisterLoweringPasses(place_deallocs_callback, lower_stablehlo_callback, host_buffers_callback, gpu_parallelize_callback, gpu_check_host_callback) }
+        unsafe {
+            rematRegisterLoweringPasses(
+                place_deallocs_callback,
+                lower_stablehlo_callback,
+                host_buffers_callback,
+                gpu_parallelize_callback,
+                gpu_check_host_callback,
+            )
+        }
     });
 }

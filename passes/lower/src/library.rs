@@ -15,8 +15,8 @@
 //! another machine) as position-independent code, and linked with the system `cc -shared`.
 
 use crate::jit::StepSignature;
-use mlir_sys::*;
 use melior::ir::Module;
+use mlir_sys::*;
 use remat_mlir::ir;
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::path::Path;
@@ -26,8 +26,14 @@ pub const SIGNATURE_SYMBOL: &str = "remat_step_signature";
 
 /// The signature as the JSON the runner reads.
 pub fn signature_json(signature: &StepSignature) -> String {
-    let list = |specs: &[remat_runtime::TensorSpec]| specs.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(",");
-    format!("{{\"function\":\"{}\",\"inputs\":[{}],\"results\":[{}]}}", signature.function, list(&signature.inputs), list(&signature.results))
+    let list =
+        |specs: &[remat_runtime::TensorSpec]| specs.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(",");
+    format!(
+        "{{\"function\":\"{}\",\"inputs\":[{}],\"results\":[{}]}}",
+        signature.function,
+        list(&signature.inputs),
+        list(&signature.results)
+    )
 }
 
 /// Adds `_mlir_<function>` and [`SIGNATURE_SYMBOL`] to a module lowered to the LLVM dialect.
@@ -35,12 +41,17 @@ pub fn add_entry_points(module: &Module, signature: &StepSignature) -> Result<()
     let function = &signature.function;
     let func = ir::block_ops(module.body().to_raw())
         .into_iter()
-        .find(|&op| ir::op_name(op) == "llvm.func" && ir::string_attribute(op, "sym_name").as_deref() == Some(function.as_str()))
+        .find(|&op| {
+            ir::op_name(op) == "llvm.func" && ir::string_attribute(op, "sym_name").as_deref() == Some(function.as_str())
+        })
         .ok_or_else(|| format!("the lowered module has no llvm.func @{function}"))?;
-    let function_type = ir::attribute(func, "function_type").ok_or_else(|| format!("@{function} has no function_type"))?;
+    let function_type =
+        ir::attribute(func, "function_type").ok_or_else(|| format!("@{function} has no function_type"))?;
     let (inputs, result) = unsafe {
         let t = mlirTypeAttrGetValue(function_type);
-        let inputs: Vec<String> = (0..mlirLLVMFunctionTypeGetNumInputs(t)).map(|i| ir::type_text(mlirLLVMFunctionTypeGetInput(t, i))).collect();
+        let inputs: Vec<String> = (0..mlirLLVMFunctionTypeGetNumInputs(t))
+            .map(|i| ir::type_text(mlirLLVMFunctionTypeGetInput(t, i)))
+            .collect();
         (inputs, ir::type_text(mlirLLVMFunctionTypeGetReturnType(t)))
     };
     let mut body = String::new();
@@ -61,7 +72,16 @@ pub fn add_entry_points(module: &Module, signature: &StepSignature) -> Result<()
         ));
     }
     let json = signature_json(signature);
-    let escaped: String = json.bytes().map(|b| if b == b'"' || b == b'\\' || !b.is_ascii_graphic() && b != b' ' { format!("\\{b:02X}") } else { (b as char).to_string() }).collect();
+    let escaped: String = json
+        .bytes()
+        .map(|b| {
+            if b == b'"' || b == b'\\' || !b.is_ascii_graphic() && b != b' ' {
+                format!("\\{b:02X}")
+            } else {
+                (b as char).to_string()
+            }
+        })
+        .collect();
     // The declaration of @function only lets the snippet verify on its own; it is not copied.
     let text = format!(
         "llvm.func @{function}({}){}\n\
@@ -111,16 +131,35 @@ unsafe extern "C" {
     fn LLVMDisposeModule(module: LLVMModuleRef);
     fn LLVMDisposeMessage(message: *mut c_char);
     fn LLVMGetTargetFromTriple(triple: *const c_char, target: *mut LlvmTarget, error: *mut *mut c_char) -> i32;
-    fn LLVMCreateTargetMachine(target: LlvmTarget, triple: *const c_char, cpu: *const c_char, features: *const c_char, level: u32, reloc: u32, code_model: u32) -> LlvmTargetMachine;
+    fn LLVMCreateTargetMachine(
+        target: LlvmTarget,
+        triple: *const c_char,
+        cpu: *const c_char,
+        features: *const c_char,
+        level: u32,
+        reloc: u32,
+        code_model: u32,
+    ) -> LlvmTargetMachine;
     fn LLVMDisposeTargetMachine(machine: LlvmTargetMachine);
     fn LLVMCreateTargetDataLayout(machine: LlvmTargetMachine) -> LlvmTargetData;
     fn LLVMSetModuleDataLayout(module: LLVMModuleRef, layout: LlvmTargetData);
     fn LLVMDisposeTargetData(layout: LlvmTargetData);
     fn LLVMSetTarget(module: LLVMModuleRef, triple: *const c_char);
-    fn LLVMTargetMachineEmitToFile(machine: LlvmTargetMachine, module: LLVMModuleRef, filename: *const c_char, codegen: u32, error: *mut *mut c_char) -> i32;
+    fn LLVMTargetMachineEmitToFile(
+        machine: LlvmTargetMachine,
+        module: LLVMModuleRef,
+        filename: *const c_char,
+        codegen: u32,
+        error: *mut *mut c_char,
+    ) -> i32;
     fn LLVMCreatePassBuilderOptions() -> LlvmPassBuilderOptions;
     fn LLVMDisposePassBuilderOptions(options: LlvmPassBuilderOptions);
-    fn LLVMRunPasses(module: LLVMModuleRef, passes: *const c_char, machine: LlvmTargetMachine, options: LlvmPassBuilderOptions) -> *mut c_void;
+    fn LLVMRunPasses(
+        module: LLVMModuleRef,
+        passes: *const c_char,
+        machine: LlvmTargetMachine,
+        options: LlvmPassBuilderOptions,
+    ) -> *mut c_void;
     fn LLVMInitializeX86TargetInfo();
     fn LLVMInitializeX86Target();
     fn LLVMInitializeX86TargetMC();
@@ -166,7 +205,15 @@ fn emit_object(module: &Module, path: &Path) -> Result<(), String> {
             if LLVMGetTargetFromTriple(triple.as_ptr(), &mut target, &mut error) != 0 {
                 return Err(format!("no LLVM target for {TRIPLE}: {}", take_message(error)));
             }
-            let machine = LLVMCreateTargetMachine(target, triple.as_ptr(), cpu.as_ptr(), empty.as_ptr(), LLVM_CODEGEN_LEVEL_DEFAULT, LLVM_RELOC_PIC, LLVM_CODE_MODEL_DEFAULT);
+            let machine = LLVMCreateTargetMachine(
+                target,
+                triple.as_ptr(),
+                cpu.as_ptr(),
+                empty.as_ptr(),
+                LLVM_CODEGEN_LEVEL_DEFAULT,
+                LLVM_RELOC_PIC,
+                LLVM_CODE_MODEL_DEFAULT,
+            );
             if machine.is_null() {
                 return Err(format!("could not create an LLVM target machine for {TRIPLE}"));
             }
@@ -211,7 +258,9 @@ pub fn shared_library(module: &Module, signature: &StepSignature) -> Result<Vec<
         .arg(&object)
         .arg("-lm")
         .output()
-        .map_err(|e| format!("could not run the linker '{cc}' (a C compiler driver is needed to link the library): {e}"))?;
+        .map_err(|e| {
+            format!("could not run the linker '{cc}' (a C compiler driver is needed to link the library): {e}")
+        })?;
     if !output.status.success() {
         return Err(format!("'{cc} -shared' failed:\n{}", String::from_utf8_lossy(&output.stderr)));
     }

@@ -137,7 +137,8 @@ fn defining_position(value: Val, position: &HashMap<usize, usize>) -> Option<usi
 fn may_alias(value: Val) -> bool {
     let t = ir::value_type(value);
     unsafe {
-        if mlirTypeIsAMemRef(t) || mlirTypeIsAUnrankedMemRef(t) || mlirTypeIsATensor(t) || mlirTypeIsALLVMPointerType(t) {
+        if mlirTypeIsAMemRef(t) || mlirTypeIsAUnrankedMemRef(t) || mlirTypeIsATensor(t) || mlirTypeIsALLVMPointerType(t)
+        {
             return true;
         }
         if mlirTypeIsAIndex(t) && mlirValueIsAOpResult(value) {

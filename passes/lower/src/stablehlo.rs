@@ -33,7 +33,12 @@ pub fn lower_stablehlo(root: Op) -> Result<LoweringStats, OpError> {
     // Check first, so a failure leaves the IR untouched.
     for &op in &all {
         let name = ir::op_name(op);
-        if name.starts_with("stablehlo.") && !matches!(name.as_str(), "stablehlo.optimization_barrier" | "stablehlo.while" | "stablehlo.scatter" | "stablehlo.return") {
+        if name.starts_with("stablehlo.")
+            && !matches!(
+                name.as_str(),
+                "stablehlo.optimization_barrier" | "stablehlo.while" | "stablehlo.scatter" | "stablehlo.return"
+            )
+        {
             return Err(error_at(op, format!("'{name}' is not supported by the CPU lowering (only stablehlo.scatter, stablehlo.while and stablehlo.optimization_barrier may be left after stablehlo-legalize-to-linalg)")));
         }
         if name == "stablehlo.scatter" {
@@ -44,7 +49,9 @@ pub fn lower_stablehlo(root: Op) -> Result<LoweringStats, OpError> {
     let targets: Vec<(Op, String)> = all
         .into_iter()
         .map(|op| (op, ir::op_name(op)))
-        .filter(|(_, name)| matches!(name.as_str(), "stablehlo.optimization_barrier" | "stablehlo.while" | "stablehlo.scatter"))
+        .filter(|(_, name)| {
+            matches!(name.as_str(), "stablehlo.optimization_barrier" | "stablehlo.while" | "stablehlo.scatter")
+        })
         .collect();
     let mut stats = LoweringStats::default();
     for (op, name) in targets {
@@ -80,7 +87,10 @@ impl OpError {
     /// As an [`MlirError`] with the op's location.
     pub fn to_mlir_error(&self) -> MlirError {
         let location = ir::location_text(ir::location(self.op));
-        MlirError { location: (!location.is_empty() && location != "loc(unknown)").then_some(location), message: self.message.clone() }
+        MlirError {
+            location: (!location.is_empty() && location != "loc(unknown)").then_some(location),
+            message: self.message.clone(),
+        }
     }
 }
 
@@ -89,7 +99,13 @@ pub(crate) fn error_at(op: Op, message: impl Into<String>) -> OpError {
 }
 
 /// Creates an operation (not inserted anywhere).
-pub(crate) fn create_op(name: &str, location: MlirLocation, operands: &[Val], results: &[MlirType], regions: Vec<MlirRegion>) -> Op {
+pub(crate) fn create_op(
+    name: &str,
+    location: MlirLocation,
+    operands: &[Val],
+    results: &[MlirType],
+    regions: Vec<MlirRegion>,
+) -> Op {
     let c_name = CString::new(name).expect("op names have no NUL");
     unsafe {
         let mut state = mlirOperationStateGet(mlirStringRefCreateFromCString(c_name.as_ptr()), location);
@@ -140,7 +156,11 @@ fn lower_while(op: Op) -> Result<(), OpError> {
     let body = single_block(op, 1, "body")?;
     let cond_return = terminator(condition);
     let body_return = terminator(body);
-    if cond_return.ptr.is_null() || body_return.ptr.is_null() || ir::op_name(cond_return) != "stablehlo.return" || ir::op_name(body_return) != "stablehlo.return" {
+    if cond_return.ptr.is_null()
+        || body_return.ptr.is_null()
+        || ir::op_name(cond_return) != "stablehlo.return"
+        || ir::op_name(body_return) != "stablehlo.return"
+    {
         return Err(error_at(op, "stablehlo.while regions must end in stablehlo.return"));
     }
     let [predicate] = ir::operands(cond_return)[..] else {
@@ -149,13 +169,17 @@ fn lower_while(op: Op) -> Result<(), OpError> {
 
     // Condition: tensor<i1> -> i1, then scf.condition(%p) with the region's arguments.
     let i1 = unsafe { mlirIntegerTypeGet(mlirOperationGetContext(op), 1) };
-    let extract = insert_before(cond_return, create_op("tensor.extract", ir::location(cond_return), &[predicate], &[i1], vec![]));
+    let extract =
+        insert_before(cond_return, create_op("tensor.extract", ir::location(cond_return), &[predicate], &[i1], vec![]));
     let mut forwarded = vec![ir::results(extract)[0]];
     forwarded.extend(ir::block_arguments(condition));
     insert_before(cond_return, create_op("scf.condition", ir::location(cond_return), &forwarded, &[], vec![]));
     ir::erase(cond_return);
     // Body: stablehlo.return -> scf.yield.
-    insert_before(body_return, create_op("scf.yield", ir::location(body_return), &ir::operands(body_return), &[], vec![]));
+    insert_before(
+        body_return,
+        create_op("scf.yield", ir::location(body_return), &ir::operands(body_return), &[], vec![]),
+    );
     ir::erase(body_return);
 
     let regions: Vec<MlirRegion> = ir::regions(op)

@@ -14,8 +14,8 @@ mod report;
 pub use options::{parse_cost_model, RematOptions, PASS_OPTIONS_VERSION};
 pub use report::{Report, REPORT_SCHEMA_VERSION};
 
-use melior::pass::{create_external, ExternalPass, Pass, RunExternalPass};
 use melior::ir::OperationRef;
+use melior::pass::{create_external, ExternalPass, Pass, RunExternalPass};
 use melior::ContextRef;
 use remat_mlir::{apply_plan, emit_error, ir, ImportedFunction, MlirError};
 use remat_planners::{plan_within_budget, MeasuredPlan};
@@ -32,9 +32,15 @@ pub struct PlannedFunction {
 
 /// Plans a graph under `options`: resolves the budget against the graph's own order, plans,
 /// measures, and reports. `function` names the report. No MLIR involved.
-pub fn plan_graph(function: &str, graph: &remat_graph::Graph, order: &[remat_graph::NodeId], options: &RematOptions) -> Result<(MeasuredPlan, Report), String> {
-    let planner = remat_planners::strategy(&options.strategy)
-        .ok_or_else(|| format!("unknown strategy '{}' (available: {})", options.strategy, remat_planners::strategy_names()))?;
+pub fn plan_graph(
+    function: &str,
+    graph: &remat_graph::Graph,
+    order: &[remat_graph::NodeId],
+    options: &RematOptions,
+) -> Result<(MeasuredPlan, Report), String> {
+    let planner = remat_planners::strategy(&options.strategy).ok_or_else(|| {
+        format!("unknown strategy '{}' (available: {})", options.strategy, remat_planners::strategy_names())
+    })?;
     let baseline_peak = remat_graph::simulate(graph, order).map_err(|e| e.to_string())?.peak_bytes;
     let budget = options.budget.map(|b| b.resolve(baseline_peak));
     let plan = plan_within_budget(planner, graph, order, budget, &options.planner).map_err(|e| e.to_string())?;
@@ -59,8 +65,10 @@ pub unsafe fn run_on_operation(op: mlir_sys::MlirOperation, options: &RematOptio
         tracing::warn!("{}", warning.message);
     }
     let location = imported.location();
-    let planned = plan_function(imported, options).map_err(|message| MlirError { location: location.clone(), message })?;
-    apply_plan(&planned.imported, &planned.plan.schedule, &planned.plan.details.transfers).map_err(|e| MlirError { location, message: e.to_string() })?;
+    let planned =
+        plan_function(imported, options).map_err(|message| MlirError { location: location.clone(), message })?;
+    apply_plan(&planned.imported, &planned.plan.schedule, &planned.plan.details.transfers)
+        .map_err(|e| MlirError { location, message: e.to_string() })?;
     Ok(planned.report)
 }
 
@@ -74,18 +82,22 @@ pub unsafe fn plan_operation(op: mlir_sys::MlirOperation, options: &RematOptions
     use mlir_sys::*;
     let parent = unsafe { mlirOperationGetParentOperation(op) };
     let mut options = options.clone();
-    let copy = if ir::op_name(op) != "builtin.module" && !parent.ptr.is_null() && ir::op_name(parent) == "builtin.module" {
-        if let Some(symbol) = ir::string_attribute(op, "sym_name") {
-            options.function = Some(symbol);
-        }
-        unsafe { mlirOperationClone(parent) }
-    } else {
-        unsafe { mlirOperationClone(op) }
-    };
-    let planned = unsafe { remat_mlir::import_operation(copy, options.function.as_deref(), &options.import_options()) }.and_then(|imported| {
-        let location = imported.location();
-        plan_function(imported, &options).map(|planned| planned.report).map_err(|message| MlirError { location, message })
-    });
+    let copy =
+        if ir::op_name(op) != "builtin.module" && !parent.ptr.is_null() && ir::op_name(parent) == "builtin.module" {
+            if let Some(symbol) = ir::string_attribute(op, "sym_name") {
+                options.function = Some(symbol);
+            }
+            unsafe { mlirOperationClone(parent) }
+        } else {
+            unsafe { mlirOperationClone(op) }
+        };
+    let planned = unsafe { remat_mlir::import_operation(copy, options.function.as_deref(), &options.import_options()) }
+        .and_then(|imported| {
+            let location = imported.location();
+            plan_function(imported, &options)
+                .map(|planned| planned.report)
+                .map_err(|message| MlirError { location, message })
+        });
     unsafe { mlirOperationDestroy(copy) };
     planned
 }
@@ -134,7 +146,6 @@ impl<'c> RunExternalPass<'c> for RematExternalPass {
     }
 }
 
-
 /// The remat pass as a melior [`Pass`], to add to a `PassManager` (on `func.func`, or on
 /// the module).
 pub fn create_remat_pass(options: RematOptions) -> Pass {
@@ -151,15 +162,35 @@ pub fn create_remat_pass(options: RematOptions) -> Pass {
     )
 }
 
-type OptionsCallback = unsafe extern "C" fn(*const mlir_sys::MlirStringRef, *const mlir_sys::MlirStringRef, isize, *mut std::ffi::c_void) -> bool;
+type OptionsCallback = unsafe extern "C" fn(
+    *const mlir_sys::MlirStringRef,
+    *const mlir_sys::MlirStringRef,
+    isize,
+    *mut std::ffi::c_void,
+) -> bool;
 
 unsafe extern "C" {
     fn rematSetPassCallbacks(
-        run: unsafe extern "C" fn(mlir_sys::MlirOperation, *const mlir_sys::MlirStringRef, *const mlir_sys::MlirStringRef, isize) -> bool,
-        check: unsafe extern "C" fn(*const mlir_sys::MlirStringRef, *const mlir_sys::MlirStringRef, isize, mlir_sys::MlirStringCallback, *mut std::ffi::c_void) -> bool,
+        run: unsafe extern "C" fn(
+            mlir_sys::MlirOperation,
+            *const mlir_sys::MlirStringRef,
+            *const mlir_sys::MlirStringRef,
+            isize,
+        ) -> bool,
+        check: unsafe extern "C" fn(
+            *const mlir_sys::MlirStringRef,
+            *const mlir_sys::MlirStringRef,
+            isize,
+            mlir_sys::MlirStringCallback,
+            *mut std::ffi::c_void,
+        ) -> bool,
     );
     fn rematRegisterPass();
-    fn rematCreatePassFromOptions(options: mlir_sys::MlirStringRef, error: mlir_sys::MlirStringCallback, user_data: *mut std::ffi::c_void) -> mlir_sys::MlirPass;
+    fn rematCreatePassFromOptions(
+        options: mlir_sys::MlirStringRef,
+        error: mlir_sys::MlirStringCallback,
+        user_data: *mut std::ffi::c_void,
+    ) -> mlir_sys::MlirPass;
     fn rematWithParsedOptions(
         options: mlir_sys::MlirStringRef,
         error: mlir_sys::MlirStringCallback,
@@ -177,8 +208,14 @@ fn string_ref(s: &str) -> mlir_sys::MlirStringRef {
 ///
 /// # Safety
 /// `names` and `values` point to `count` valid string refs each.
-unsafe fn options_of(names: *const mlir_sys::MlirStringRef, values: *const mlir_sys::MlirStringRef, count: isize) -> Result<RematOptions, String> {
-    let (names, values) = unsafe { (std::slice::from_raw_parts(names, count as usize), std::slice::from_raw_parts(values, count as usize)) };
+unsafe fn options_of(
+    names: *const mlir_sys::MlirStringRef,
+    values: *const mlir_sys::MlirStringRef,
+    count: isize,
+) -> Result<RematOptions, String> {
+    let (names, values) = unsafe {
+        (std::slice::from_raw_parts(names, count as usize), std::slice::from_raw_parts(values, count as usize))
+    };
     let mut options = RematOptions::default();
     for (name, value) in names.iter().zip(values) {
         options.set(&ir::string_ref_to_string(*name), &ir::string_ref_to_string(*value))?;
@@ -217,7 +254,8 @@ unsafe extern "C" fn registered_pass_callback(
     let _serial = PASS_LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     // Never unwind into C++.
     let result = std::panic::catch_unwind(|| {
-        let options = unsafe { options_of(names, values, count) }.map_err(|message| MlirError { location: None, message })?;
+        let options =
+            unsafe { options_of(names, values, count) }.map_err(|message| MlirError { location: None, message })?;
         unsafe { run_on_operation(op, &options) }
     });
     match result {
@@ -260,7 +298,13 @@ unsafe extern "C" fn append_message(message: mlir_sys::MlirStringRef, user_data:
 pub fn create_remat_pass_from_options(options: &str) -> Result<mlir_sys::MlirPass, String> {
     install_callbacks();
     let mut message = String::new();
-    let pass = unsafe { rematCreatePassFromOptions(string_ref(options), Some(append_message), &mut message as *mut String as *mut std::ffi::c_void) };
+    let pass = unsafe {
+        rematCreatePassFromOptions(
+            string_ref(options),
+            Some(append_message),
+            &mut message as *mut String as *mut std::ffi::c_void,
+        )
+    };
     if pass.ptr.is_null() {
         Err(message)
     } else {
@@ -271,9 +315,15 @@ pub fn create_remat_pass_from_options(options: &str) -> Result<mlir_sys::MlirPas
 /// Parses `options` in the pipeline's syntax (`strategy=treewidth budget=60%`), exactly as the
 /// registered pass does.
 pub fn parse_pipeline_options(options: &str) -> Result<RematOptions, String> {
-    unsafe extern "C" fn keep(names: *const mlir_sys::MlirStringRef, values: *const mlir_sys::MlirStringRef, count: isize, data: *mut std::ffi::c_void) -> bool {
+    unsafe extern "C" fn keep(
+        names: *const mlir_sys::MlirStringRef,
+        values: *const mlir_sys::MlirStringRef,
+        count: isize,
+        data: *mut std::ffi::c_void,
+    ) -> bool {
         let slot = unsafe { &mut *(data as *mut Result<RematOptions, String>) };
-        *slot = std::panic::catch_unwind(|| unsafe { options_of(names, values, count) }).unwrap_or_else(|_| Err("internal error parsing the remat options (panic)".into()));
+        *slot = std::panic::catch_unwind(|| unsafe { options_of(names, values, count) })
+            .unwrap_or_else(|_| Err("internal error parsing the remat options (panic)".into()));
         slot.is_ok()
     }
     install_callbacks();

@@ -8,10 +8,10 @@
 
 use remat_graph::units::{parse_budget, Budget};
 use remat_mlir::{CostModel, ImportOptions, DEFAULT_UNROLL_LIMIT};
-use remat_planners::ilp::{IlpOptions, SolveMethod, StageOrder};
-use remat_planners::treedec::EliminationHeuristic;
 use remat_planners::chain::planner::ChainOptions;
 use remat_planners::dtr::{Dealloc, DtrOptions, Heuristic};
+use remat_planners::ilp::{IlpOptions, SolveMethod, StageOrder};
+use remat_planners::treedec::EliminationHeuristic;
 use remat_planners::{auto, PlannerOptions};
 
 /// Version of the pass options (docs/pass-options.md). Options are only added within a
@@ -37,14 +37,27 @@ pub struct RematOptions {
 
 impl Default for RematOptions {
     fn default() -> Self {
-        RematOptions { strategy: "greedy".into(), budget: None, function: None, cost_model: CostModel::Estimate, unroll_limit: DEFAULT_UNROLL_LIMIT, planner: PlannerOptions::default() }
+        RematOptions {
+            strategy: "greedy".into(),
+            budget: None,
+            function: None,
+            cost_model: CostModel::Estimate,
+            unroll_limit: DEFAULT_UNROLL_LIMIT,
+            planner: PlannerOptions::default(),
+        }
     }
 }
 
 impl RematOptions {
     /// Builds options from their textual forms, checking each (an empty `unroll_limit` is the
     /// default).
-    pub fn from_strings(strategy: &str, budget: &str, function: &str, cost_model: &str, unroll_limit: &str) -> Result<Self, String> {
+    pub fn from_strings(
+        strategy: &str,
+        budget: &str,
+        function: &str,
+        cost_model: &str,
+        unroll_limit: &str,
+    ) -> Result<Self, String> {
         if remat_planners::strategy(strategy).is_none() {
             return Err(format!("unknown strategy '{strategy}' (available: {})", remat_planners::strategy_names()));
         }
@@ -64,34 +77,36 @@ impl RematOptions {
     /// default. The one place options are parsed.
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
         let value = value.trim();
-        let number = |what: &str| value.parse::<usize>().map_err(|_| format!("invalid {name} '{value}' (expected {what})"));
+        let number =
+            |what: &str| value.parse::<usize>().map_err(|_| format!("invalid {name} '{value}' (expected {what})"));
         match name {
             "strategy" => {
                 if remat_planners::strategy(value).is_none() {
-                    return Err(format!("unknown strategy '{value}' (available: {})", remat_planners::strategy_names()));
+                    return Err(format!(
+                        "unknown strategy '{value}' (available: {})",
+                        remat_planners::strategy_names()
+                    ));
                 }
                 self.strategy = value.to_string();
             }
             "budget" => self.budget = if value.is_empty() { None } else { Some(parse_budget(value)?) },
             "function" => self.function = (!value.is_empty()).then(|| value.to_string()),
             "cost-model" => self.cost_model = parse_cost_model(value)?,
-            "unroll-limit" => self.unroll_limit = if value.is_empty() { DEFAULT_UNROLL_LIMIT } else { number("a number of iterations")? },
+            "unroll-limit" => {
+                self.unroll_limit =
+                    if value.is_empty() { DEFAULT_UNROLL_LIMIT } else { number("a number of iterations")? }
+            }
             "tw-stop" => {
-                self.planner.tw_stop = if value.is_empty() {
-                    None
-                } else {
-                    Some(number("a number of bags, at least 1")?.max(1))
-                }
+                self.planner.tw_stop =
+                    if value.is_empty() { None } else { Some(number("a number of bags, at least 1")?.max(1)) }
             }
             "pw-stop" => {
-                self.planner.pw_stop = if value.is_empty() {
-                    None
-                } else {
-                    Some(number("a number of bags, at least 1")?.max(1))
-                }
+                self.planner.pw_stop =
+                    if value.is_empty() { None } else { Some(number("a number of bags, at least 1")?.max(1)) }
             }
             "td-heuristic" => {
-                self.planner.td_heuristic = if value.is_empty() { None } else { Some(EliminationHeuristic::parse(value)?) }
+                self.planner.td_heuristic =
+                    if value.is_empty() { None } else { Some(EliminationHeuristic::parse(value)?) }
             }
             "polish" => self.planner.polish = parse_bool(name, value, true)?,
             "ilp-order" => {
@@ -103,11 +118,8 @@ impl RematOptions {
                 }
             }
             "ilp-stages" => {
-                self.planner.ilp.stages = if value.is_empty() {
-                    None
-                } else {
-                    Some(number("a number of stages, at least 1")?.max(1))
-                }
+                self.planner.ilp.stages =
+                    if value.is_empty() { None } else { Some(number("a number of stages, at least 1")?.max(1)) }
             }
             "ilp-method" => {
                 self.planner.ilp.method = match value {
@@ -117,23 +129,33 @@ impl RematOptions {
                     _ => return Err(format!("invalid ilp-method '{value}' (expected milp or lp-rounding)")),
                 }
             }
-            "ilp-time-limit" => self.planner.ilp.time_limit = parse_seconds(name, value, IlpOptions::default().time_limit)?,
+            "ilp-time-limit" => {
+                self.planner.ilp.time_limit = parse_seconds(name, value, IlpOptions::default().time_limit)?
+            }
             "ilp-gap" => {
                 self.planner.ilp.mip_gap = if value.is_empty() {
                     IlpOptions::default().mip_gap
                 } else {
                     match value.parse::<f64>() {
                         Ok(gap) if gap.is_finite() && gap >= 0.0 => gap,
-                        _ => return Err(format!("invalid ilp-gap '{value}' (expected a relative gap such as 0.01, at least 0)")),
+                        _ => {
+                            return Err(format!(
+                                "invalid ilp-gap '{value}' (expected a relative gap such as 0.01, at least 0)"
+                            ))
+                        }
                     }
                 }
             }
-            "ilp-warm-start" => self.planner.ilp.warm_start = parse_bool(name, value, IlpOptions::default().warm_start)?,
+            "ilp-warm-start" => {
+                self.planner.ilp.warm_start = parse_bool(name, value, IlpOptions::default().warm_start)?
+            }
             "ilp-seed" => {
                 self.planner.ilp.seed = if value.is_empty() {
                     IlpOptions::default().seed
                 } else {
-                    value.parse::<u64>().map_err(|_| format!("invalid ilp-seed '{value}' (expected a non-negative integer)"))?
+                    value
+                        .parse::<u64>()
+                        .map_err(|_| format!("invalid ilp-seed '{value}' (expected a non-negative integer)"))?
                 }
             }
             "auto-time-limit" => self.planner.auto_time_limit = parse_seconds(name, value, auto::DEFAULT_TIME_LIMIT)?,
@@ -141,14 +163,17 @@ impl RematOptions {
                 self.planner.dtr.heuristic = if value.is_empty() {
                     DtrOptions::default().heuristic
                 } else {
-                    Heuristic::from_name(value).ok_or_else(|| format!("invalid dtr-heuristic '{value}' (expected one of {})", Heuristic::names()))?
+                    Heuristic::from_name(value).ok_or_else(|| {
+                        format!("invalid dtr-heuristic '{value}' (expected one of {})", Heuristic::names())
+                    })?
                 }
             }
             "dtr-dealloc" => {
                 self.planner.dtr.dealloc = if value.is_empty() {
                     DtrOptions::default().dealloc
                 } else {
-                    Dealloc::from_name(value).ok_or_else(|| format!("invalid dtr-dealloc '{value}' (expected eager, banish or ignore)"))?
+                    Dealloc::from_name(value)
+                        .ok_or_else(|| format!("invalid dtr-dealloc '{value}' (expected eager, banish or ignore)"))?
                 }
             }
             "bandwidth" => {
@@ -168,16 +193,25 @@ impl RematOptions {
                 } else {
                     match value.parse::<f64>() {
                         Ok(rate) if rate.is_finite() && rate > 0.0 => rate,
-                        _ => return Err(format!("invalid compute-rate '{value}' (expected cost units per second, such as 1e13)")),
+                        _ => {
+                            return Err(format!(
+                                "invalid compute-rate '{value}' (expected cost units per second, such as 1e13)"
+                            ))
+                        }
                     }
                 }
             }
-            "mem-slots" => self.planner.chain.mem_slots = if value.is_empty() { None } else { Some(number("a number of memory slots, at least 1")?.max(1)) },
+            "mem-slots" => {
+                self.planner.chain.mem_slots =
+                    if value.is_empty() { None } else { Some(number("a number of memory slots, at least 1")?.max(1)) }
+            }
             "dtr-seed" => {
                 self.planner.dtr.seed = if value.is_empty() {
                     DtrOptions::default().seed
                 } else {
-                    value.parse::<u64>().map_err(|_| format!("invalid dtr-seed '{value}' (expected a non-negative integer)"))?
+                    value
+                        .parse::<u64>()
+                        .map_err(|_| format!("invalid dtr-seed '{value}' (expected a non-negative integer)"))?
                 }
             }
             other => return Err(format!("unknown option '{other}'")),

@@ -65,7 +65,13 @@ pub struct Report {
 
 impl Report {
     /// Collects the report of a measured plan.
-    pub fn new(function: &str, strategy: &str, graph: &remat_graph::Graph, budget: Option<u64>, plan: &MeasuredPlan) -> Self {
+    pub fn new(
+        function: &str,
+        strategy: &str,
+        graph: &remat_graph::Graph,
+        budget: Option<u64>,
+        plan: &MeasuredPlan,
+    ) -> Self {
         Report {
             function: function.to_string(),
             strategy: strategy.to_string(),
@@ -84,7 +90,12 @@ impl Report {
             candidates: plan.details.comparison.clone(),
             dtr: plan.details.dtr.clone(),
             chain: plan.details.chain.clone(),
-            transfers: plan.details.transfers.iter().map(|t| (plan.schedule[t.instance], graph.node(plan.schedule[t.instance]).bytes, *t)).collect(),
+            transfers: plan
+                .details
+                .transfers
+                .iter()
+                .map(|t| (plan.schedule[t.instance], graph.node(plan.schedule[t.instance]).bytes, *t))
+                .collect(),
             host_peak_bytes: plan.simulation.host_peak_bytes,
             offloaded_bytes: plan.simulation.offloaded_bytes,
             timeline: (plan.baseline.step_bytes.clone(), plan.simulation.step_bytes.clone()),
@@ -95,17 +106,34 @@ impl Report {
     /// of the input order and of the plan, with the budget and the lower bound as guides.
     pub fn timeline_svg(&self) -> String {
         use remat_plot::{timeline_chart, Axes, Guide, Series};
-        let line = |name: String, steps: &[u64]| Series { name, points: steps.iter().enumerate().map(|(i, &b)| (i as f64, b as f64)).collect() };
+        let line = |name: String, steps: &[u64]| Series {
+            name,
+            points: steps.iter().enumerate().map(|(i, &b)| (i as f64, b as f64)).collect(),
+        };
         let series = [
             line(format!("before: {}", Bytes(self.baseline_peak_bytes)), &self.timeline.0),
             line(format!("after: {}", Bytes(self.plan_peak_bytes)), &self.timeline.1),
         ];
-        let mut guides = vec![Guide { name: format!("lower bound {}", Bytes(self.lower_bound_bytes)), y: self.lower_bound_bytes as f64 }];
+        let mut guides = vec![Guide {
+            name: format!("lower bound {}", Bytes(self.lower_bound_bytes)),
+            y: self.lower_bound_bytes as f64,
+        }];
         if let Some(budget) = self.budget_bytes {
             guides.push(Guide { name: format!("budget {}", Bytes(budget)), y: budget as f64 });
         }
-        let title = format!("@{}: memory before and after {} ({:+.1}% compute)", self.function, self.strategy, 100.0 * self.recompute_overhead());
-        let axes = Axes { title: &title, x_label: "schedule step", y_label: "bytes resident (arguments excluded)", log_x: false, log_y: false };
+        let title = format!(
+            "@{}: memory before and after {} ({:+.1}% compute)",
+            self.function,
+            self.strategy,
+            100.0 * self.recompute_overhead()
+        );
+        let axes = Axes {
+            title: &title,
+            x_label: "schedule step",
+            y_label: "bytes resident (arguments excluded)",
+            log_x: false,
+            log_y: false,
+        };
         timeline_chart(&axes, &series, &guides)
     }
 
@@ -144,7 +172,8 @@ impl Report {
         if self.polished() {
             let (peak, cost, recomputed) = self.raw;
             let overhead = if self.baseline_cost > 0.0 { cost / self.baseline_cost - 1.0 } else { 0.0 };
-            v["raw_plan"] = json!({"peak_bytes": peak, "cost": cost, "recompute_overhead": overhead, "recomputed_ops": recomputed});
+            v["raw_plan"] =
+                json!({"peak_bytes": peak, "cost": cost, "recompute_overhead": overhead, "recomputed_ops": recomputed});
         }
         if let Some(c) = &self.ilp {
             let mut ilp = json!({
@@ -232,7 +261,11 @@ impl Report {
         s.push_str(&format!("  budget            {budget}\n"));
         s.push_str(&format!("  nodes             {}\n", self.nodes));
         s.push_str(&format!("  argument bytes    {}\n", Bytes(self.argument_bytes)));
-        s.push_str(&format!("  lower bound       {} ({})\n", Bytes(self.lower_bound_bytes), percent(self.lower_bound_bytes)));
+        s.push_str(&format!(
+            "  lower bound       {} ({})\n",
+            Bytes(self.lower_bound_bytes),
+            percent(self.lower_bound_bytes)
+        ));
         s.push_str(&format!("  {:<16}  {:>12}  {:>8}  {:>12}\n", "", "peak", "", "cost"));
         s.push_str(&format!(
             "  {:<16}  {:>12}  {:>8}  {:>12.4e}\n",
@@ -267,21 +300,60 @@ impl Report {
             s.push_str(&self.ilp_lines(c, deterministic));
         }
         if let Some(c) = &self.chain {
-            s += &line("chain", format!("{} stages, DP at {} ({} bytes), rematerialization-only makespan {:.4e}", c.stages, Bytes(c.dp_budget), c.dp_budget, c.remat_makespan));
+            s += &line(
+                "chain",
+                format!(
+                    "{} stages, DP at {} ({} bytes), rematerialization-only makespan {:.4e}",
+                    c.stages,
+                    Bytes(c.dp_budget),
+                    c.dp_budget,
+                    c.remat_makespan
+                ),
+            );
             if let Some((makespan, moved)) = c.offload {
-                s += &line("chain offload", format!("makespan {makespan:.4e} ({:+.1}% vs rematerialization only), {} offloaded", 100.0 * (makespan / c.remat_makespan - 1.0), Bytes(moved)));
+                s += &line(
+                    "chain offload",
+                    format!(
+                        "makespan {makespan:.4e} ({:+.1}% vs rematerialization only), {} offloaded",
+                        100.0 * (makespan / c.remat_makespan - 1.0),
+                        Bytes(moved)
+                    ),
+                );
             }
         }
         if !self.transfers.is_empty() {
-            s += &line("host", format!("{} transfers, {} offloaded, {} on the host at most", self.transfers.len(), Bytes(self.offloaded_bytes), Bytes(self.host_peak_bytes)));
+            s += &line(
+                "host",
+                format!(
+                    "{} transfers, {} offloaded, {} on the host at most",
+                    self.transfers.len(),
+                    Bytes(self.offloaded_bytes),
+                    Bytes(self.host_peak_bytes)
+                ),
+            );
         }
         if let Some(d) = &self.dtr {
-            s += &line("dtr", format!("heuristic {}, dealloc {}, simulated at {} ({} bytes)", d.heuristic.name(), d.dealloc.name(), Bytes(d.budget), d.budget));
+            s += &line(
+                "dtr",
+                format!(
+                    "heuristic {}, dealloc {}, simulated at {} ({} bytes)",
+                    d.heuristic.name(),
+                    d.dealloc.name(),
+                    Bytes(d.budget),
+                    d.budget
+                ),
+            );
             s += &line(
                 "dtr simulation",
-                format!("{} ops ({} rematerialized), {} evictions + {} on deallocation, {} banished", d.operations, d.rematerializations, d.evictions, d.eager_evictions, d.banished),
+                format!(
+                    "{} ops ({} rematerialized), {} evictions + {} on deallocation, {} banished",
+                    d.operations, d.rematerializations, d.evictions, d.eager_evictions, d.banished
+                ),
             );
-            s += &line("dtr metadata", format!("{} storage accesses; {} resident at most", d.metadata_accesses, Bytes(d.peak_resident)));
+            s += &line(
+                "dtr metadata",
+                format!("{} storage accesses; {} resident at most", d.metadata_accesses, Bytes(d.peak_resident)),
+            );
         }
         if !self.candidates.is_empty() {
             s.push_str(&self.candidate_lines(deterministic));
@@ -297,7 +369,10 @@ impl Report {
         let mut s = line("ilp", format!("{}, {}", status_name(c.status), c.formulation));
         s += &line("ilp class", c.class.clone());
         let lp = c.lp_bound.map(|b| format!("; LP bound {b:.4e}")).unwrap_or_default();
-        s += &line("ilp objective", format!("{:.4e} (dual bound {:.4e}, gap {:.2}%){lp}", c.objective, c.dual_bound, 100.0 * c.gap));
+        s += &line(
+            "ilp objective",
+            format!("{:.4e} (dual bound {:.4e}, gap {:.2}%){lp}", c.objective, c.dual_bound, 100.0 * c.gap),
+        );
         if let Some(b) = c.smallest_feasible_budget {
             s += &line("ilp least budget", format!("{} ({b} bytes)", Bytes(b)));
         }
@@ -327,14 +402,19 @@ impl Report {
             let dash = || "-".to_string();
             let peak = c.peak_bytes.map(|p| Bytes(p).to_string()).unwrap_or_else(dash);
             let percent = c.peak_bytes.map(|p| self.percent_of_baseline(p)).unwrap_or_else(dash);
-            let overhead = c.recompute_overhead(self.baseline_cost).map(|o| format!("{:+.1}%", 100.0 * o)).unwrap_or_else(dash);
+            let overhead =
+                c.recompute_overhead(self.baseline_cost).map(|o| format!("{:+.1}%", 100.0 * o)).unwrap_or_else(dash);
             let fits = match c.peak_bytes {
                 Some(_) if c.fits => "yes",
                 Some(_) => "no",
                 None => "-",
             };
             let mark = if c.chosen { '*' } else { ' ' };
-            let row = format!("  {mark} {:<width$}  {peak:>10}  {percent:>8}  {overhead:>9}  {fits:<4}{}", c.strategy, seconds(format!("{:.3}", c.seconds)));
+            let row = format!(
+                "  {mark} {:<width$}  {peak:>10}  {percent:>8}  {overhead:>9}  {fits:<4}{}",
+                c.strategy,
+                seconds(format!("{:.3}", c.seconds))
+            );
             s += row.trim_end();
             if let Some(note) = &c.note {
                 s += &format!("  ({note})");

@@ -5,10 +5,10 @@
 use proptest::prelude::*;
 use remat_graph::random::{RandomDag, SplitMix64};
 use remat_graph::{simulate, simulate_with_transfers, Graph, NodeId, Transfer};
+use remat_lower::{Jit, Target};
 use remat_mlir::{apply_plan, apply_schedule, import, CostModel, ImportOptions, RematContext};
 use remat_pass::{plan_function, RematOptions};
 use remat_planners::{PlanRequest, PlannerOptions, STRATEGIES};
-use remat_lower::{Jit, Target};
 use remat_runtime::{compare, HostTensor, StepRun};
 use std::fmt::Write;
 
@@ -19,7 +19,8 @@ fn dag_to_mlir(g: &Graph) -> String {
     let ty = |id: NodeId| format!("tensor<{}xi8>", g.node(g.storage_root(id)).bytes);
     let args: Vec<NodeId> = g.ids().filter(|&n| g.node(n).argument).collect();
     let mut text = String::from("func.func @main(");
-    let names: Vec<String> = g.ids().map(|n| if g.node(n).argument { format!("%arg{}", n.0) } else { format!("%v{}", n.0) }).collect();
+    let names: Vec<String> =
+        g.ids().map(|n| if g.node(n).argument { format!("%arg{}", n.0) } else { format!("%v{}", n.0) }).collect();
     let params: Vec<String> = args.iter().map(|&a| format!("{}: {}", names[a.index()], ty(a))).collect();
     let outputs: Vec<NodeId> = g.outputs().collect();
     let results: Vec<String> = outputs.iter().map(|&o| ty(o)).collect();
@@ -38,7 +39,15 @@ fn dag_to_mlir(g: &Graph) -> String {
         let preds = g.preds(id);
         let operands: Vec<&str> = preds.iter().map(|p| names[p.index()].as_str()).collect();
         let operand_types: Vec<String> = preds.iter().map(|&p| ty(p)).collect();
-        writeln!(text, "  {} = \"{op}\"({}) : ({}) -> {}", names[id.index()], operands.join(", "), operand_types.join(", "), ty(id)).unwrap();
+        writeln!(
+            text,
+            "  {} = \"{op}\"({}) : ({}) -> {}",
+            names[id.index()],
+            operands.join(", "),
+            operand_types.join(", "),
+            ty(id)
+        )
+        .unwrap();
     }
     let returned: Vec<&str> = outputs.iter().map(|o| names[o.index()].as_str()).collect();
     writeln!(text, "  \"func.return\"({}) : ({}) -> ()\n}}", returned.join(", "), results.join(", ")).unwrap();
@@ -149,7 +158,15 @@ fn plan_example(context: &RematContext, name: &str, options: &RematOptions) -> (
 fn example_reports() {
     let context = RematContext::new();
     for name in EXAMPLES {
-        for (strategy, budget) in [("none", ""), ("greedy", "90%"), ("greedy", "70%"), ("greedy", "50%"), ("treewidth", ""), ("pathwidth", ""), ("acg", "")] {
+        for (strategy, budget) in [
+            ("none", ""),
+            ("greedy", "90%"),
+            ("greedy", "70%"),
+            ("greedy", "50%"),
+            ("treewidth", ""),
+            ("pathwidth", ""),
+            ("acg", ""),
+        ] {
             let options = RematOptions::from_strings(strategy, budget, "", "estimate", "").unwrap();
             let (report, _) = plan_example(&context, name, &options);
             let budget_name = if budget.is_empty() { "unbounded".to_string() } else { budget.replace('%', "pct") };
@@ -186,7 +203,8 @@ fn graph_json_round_trip_keeps_peak_and_cost() {
 #[test]
 fn create_remat_pass_runs_in_a_pass_manager() {
     let context = RematContext::new();
-    let chain = std::fs::read_to_string(format!("{}/../../lit-tests/greedy/chain.mlir", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let chain =
+        std::fs::read_to_string(format!("{}/../../lit-tests/greedy/chain.mlir", env!("CARGO_MANIFEST_DIR"))).unwrap();
     let mut module = context.parse(&chain, "chain.mlir").unwrap();
     let manager = melior::pass::PassManager::new(context.context());
     let options = RematOptions::from_strings("greedy", "4KiB", "", "estimate", "").unwrap();
@@ -227,12 +245,29 @@ fn ilp_and_auto_options_parse_by_their_pipeline_names() {
     assert_eq!((ilp.time_limit, ilp.mip_gap, ilp.warm_start, ilp.seed), (2.5, 0.01, false, 7));
     assert_eq!(options.planner.auto_time_limit, 30.0);
     // An empty value is the default again.
-    for name in ["ilp-order", "ilp-stages", "ilp-method", "ilp-time-limit", "ilp-gap", "ilp-warm-start", "ilp-seed", "auto-time-limit"] {
+    for name in [
+        "ilp-order",
+        "ilp-stages",
+        "ilp-method",
+        "ilp-time-limit",
+        "ilp-gap",
+        "ilp-warm-start",
+        "ilp-seed",
+        "auto-time-limit",
+    ] {
         options.set(name, "").unwrap();
     }
     assert_eq!(options, RematOptions::default());
     assert_eq!(options.planner.ilp, IlpOptions::default());
-    for (name, value) in [("ilp-order", "both"), ("ilp-stages", "-1"), ("ilp-time-limit", "0"), ("ilp-time-limit", "inf"), ("ilp-gap", "-0.1"), ("ilp-seed", "x"), ("auto-time-limit", "NaN")] {
+    for (name, value) in [
+        ("ilp-order", "both"),
+        ("ilp-stages", "-1"),
+        ("ilp-time-limit", "0"),
+        ("ilp-time-limit", "inf"),
+        ("ilp-gap", "-0.1"),
+        ("ilp-seed", "x"),
+        ("auto-time-limit", "NaN"),
+    ] {
         let error = options.set(name, value).unwrap_err();
         assert!(error.starts_with(&format!("invalid {name} '{value}'")), "{error}");
     }
@@ -273,7 +308,8 @@ fn report_shows_the_ilp_certificate_and_the_comparison() {
         note: note.map(str::to_string),
         chosen,
     };
-    let (baseline, plan) = ((report.baseline_peak_bytes, report.baseline_cost), (report.plan_peak_bytes, report.plan_cost));
+    let (baseline, plan) =
+        ((report.baseline_peak_bytes, report.baseline_cost), (report.plan_peak_bytes, report.plan_cost));
     report.candidates = vec![
         row("none", Some(baseline), false, false, None),
         row("greedy", Some((plan.0 + 1024, plan.1 * 1.5)), true, false, None),
@@ -286,7 +322,10 @@ fn report_shows_the_ilp_certificate_and_the_comparison() {
     // Seconds only when not deterministic.
     assert!(json["ilp"].get("solve_seconds").is_none() && json["candidates"][0].get("seconds").is_none());
     let timed = report.to_json(false);
-    assert_eq!((timed["ilp"]["solve_seconds"].as_f64(), timed["candidates"][0]["seconds"].as_f64()), (Some(1.5), Some(0.25)));
+    assert_eq!(
+        (timed["ilp"]["solve_seconds"].as_f64(), timed["candidates"][0]["seconds"].as_f64()),
+        (Some(1.5), Some(0.25))
+    );
     assert!(report.to_table(false).contains("ilp solved in     1.500 s"));
     // Without details the report is what it was.
     report.strategy = "greedy".into();
@@ -331,11 +370,20 @@ fn assert_same_outputs(a: &StepRun, b: &StepRun, what: &str) {
 #[test]
 fn measured_peak_is_the_planned_peak_on_the_small_examples() {
     let context = RematContext::new();
-    for name in ["mlp_small.mlir", "mlp.linalg.mlir", "mlp_checkpoint.linalg.mlir", "torch_mlp.linalg.mlir", "transformer.linalg.mlir", "rnn_scan.linalg.mlir"] {
+    for name in [
+        "mlp_small.mlir",
+        "mlp.linalg.mlir",
+        "mlp_checkpoint.linalg.mlir",
+        "torch_mlp.linalg.mlir",
+        "transformer.linalg.mlir",
+        "rnn_scan.linalg.mlir",
+    ] {
         let mut original = context.parse(&example(name), name).unwrap();
         let inputs = inputs_for(&original, 7);
         let reference = run_on_cpu(&context, &mut original, &inputs);
-        for (strategy, budget) in [("none", ""), ("greedy", "50%"), ("greedy", ""), ("treewidth", ""), ("pathwidth", ""), ("acg", "")] {
+        for (strategy, budget) in
+            [("none", ""), ("greedy", "50%"), ("greedy", ""), ("treewidth", ""), ("pathwidth", ""), ("acg", "")]
+        {
             let options = RematOptions::from_strings(strategy, budget, "", "estimate", "").unwrap();
             let mut module = context.parse(&example(name), name).unwrap();
             let imported = import(&module, None, &ImportOptions::default()).unwrap();
@@ -359,7 +407,13 @@ fn measured_peak_is_the_planned_peak_on_the_small_examples() {
 #[test]
 fn gpu_loop_nests_compute_the_step_on_the_cpu() {
     let context = RematContext::new();
-    for (name, strategy) in [("mlp_small.mlir", "none"), ("mlp.linalg.mlir", "treewidth"), ("transformer.linalg.mlir", "treewidth"), ("rnn_scan.linalg.mlir", "none"), ("torch_mlp.linalg.mlir", "greedy")] {
+    for (name, strategy) in [
+        ("mlp_small.mlir", "none"),
+        ("mlp.linalg.mlir", "treewidth"),
+        ("transformer.linalg.mlir", "treewidth"),
+        ("rnn_scan.linalg.mlir", "none"),
+        ("torch_mlp.linalg.mlir", "greedy"),
+    ] {
         let options = RematOptions::from_strings(strategy, "", "", "estimate", "").unwrap();
         let rewritten = || {
             let module = context.parse(&example(name), name).unwrap();
@@ -374,10 +428,13 @@ fn gpu_loop_nests_compute_the_step_on_the_cpu() {
         let function = remat_mlir::select_function_name(&module, None).unwrap();
         let signature = remat_lower::signature(&module, &function).unwrap();
         remat_lower::jit::prepare_functions(&module);
-        remat_lower::run_pipeline(&context, &mut module, &remat_lower::gpu_target::gpu_loops_on_cpu_pipeline()).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        remat_lower::run_pipeline(&context, &mut module, &remat_lower::gpu_target::gpu_loops_on_cpu_pipeline())
+            .unwrap_or_else(|e| panic!("{name}: {e:?}"));
         let jit = Jit::new(&module, 0).unwrap();
         let mut copies = inputs.clone();
-        let run = unsafe { remat_runtime::call_step(jit.entry(&function).unwrap(), &mut copies, &signature.results, false) }.unwrap();
+        let run =
+            unsafe { remat_runtime::call_step(jit.entry(&function).unwrap(), &mut copies, &signature.results, false) }
+                .unwrap();
         assert_eq!(run.counts.peak_bytes, reference.counts.peak_bytes, "{name}: peak of the GPU loop nests");
         assert_same_outputs(&run, &reference, &format!("{name}: GPU loop nests on the CPU"));
     }
@@ -464,7 +521,8 @@ fn static_loops_unroll_to_what_the_loop_computes() {
 /// indexing maps for the inputs). Views and impure nodes become ordinary ops.
 fn dag_to_linalg(g: &Graph) -> String {
     let ty = |id: NodeId| format!("tensor<{}xi8>", g.node(id).bytes.max(1));
-    let names: Vec<String> = g.ids().map(|n| if g.node(n).argument { format!("%arg{}", n.0) } else { format!("%v{}", n.0) }).collect();
+    let names: Vec<String> =
+        g.ids().map(|n| if g.node(n).argument { format!("%arg{}", n.0) } else { format!("%v{}", n.0) }).collect();
     let args: Vec<NodeId> = g.ids().filter(|&n| g.node(n).argument).collect();
     let outputs: Vec<NodeId> = g.outputs().filter(|&o| !g.node(o).argument).collect();
     let mut text = String::from("func.func @main(");
@@ -479,7 +537,8 @@ fn dag_to_linalg(g: &Graph) -> String {
         maps.push("affine_map<(d0) -> (d0)>");
         let ins: Vec<&str> = preds.iter().map(|p| names[p.index()].as_str()).collect();
         let in_types: Vec<String> = preds.iter().map(|&p| ty(p)).collect();
-        let ins_clause = if ins.is_empty() { String::new() } else { format!("ins({} : {}) ", ins.join(", "), in_types.join(", ")) };
+        let ins_clause =
+            if ins.is_empty() { String::new() } else { format!("ins({} : {}) ", ins.join(", "), in_types.join(", ")) };
         writeln!(text, "  {} = linalg.generic {{indexing_maps = [{}], iterator_types = [\"parallel\"]}} {ins_clause}outs(%e{n} : {}) {{", names[id.index()], maps.join(", "), ty(id)).unwrap();
         let block_args: Vec<String> = (0..=preds.len()).map(|k| format!("%b{k}: i8")).collect();
         writeln!(text, "  ^bb0({}):", block_args.join(", ")).unwrap();
@@ -509,7 +568,8 @@ struct RandomStep<'c> {
 fn random_step(context: &RematContext, seed: u64, ops: usize) -> Result<RandomStep<'_>, TestCaseError> {
     let g = RandomDag { ops, view_percent: 0, impure_percent: 0, ..RandomDag::default() }.generate(seed);
     let text = dag_to_linalg(&g);
-    let mut original = context.parse(&text, "random.mlir").map_err(|e| TestCaseError::fail(format!("{e:?}\n{text}")))?;
+    let mut original =
+        context.parse(&text, "random.mlir").map_err(|e| TestCaseError::fail(format!("{e:?}\n{text}")))?;
     let inputs = inputs_for(&original, seed);
     let reference = run_on_cpu(context, &mut original, &inputs);
     let module = context.parse(&text, "random.mlir").unwrap();

@@ -29,12 +29,21 @@ pub fn table(depths: &[usize], budgets: &[f64], betas: &[f64], slots: Option<usi
                 let offload = dp::solve(chain, budget, Some(beta), slots);
                 let seconds = started.elapsed().as_secs_f64();
                 let over = |m: f64| 100.0 * (m / ideal - 1.0);
-                let cell = |p: &Option<remat_planners::chain::ChainSchedule>| p.as_ref().map(|p| format!("{:+.1}%", over(p.makespan))).unwrap_or_else(|| "infeasible".into());
+                let cell = |p: &Option<remat_planners::chain::ChainSchedule>| {
+                    p.as_ref().map(|p| format!("{:+.1}%", over(p.makespan))).unwrap_or_else(|| "infeasible".into())
+                };
                 let removed = match (&remat, &offload) {
-                    (Some(r), Some(o)) if r.makespan > ideal => format!("{:.0}%", 100.0 * (r.makespan - o.makespan) / (r.makespan - ideal)),
+                    (Some(r), Some(o)) if r.makespan > ideal => {
+                        format!("{:.0}%", 100.0 * (r.makespan - o.makespan) / (r.makespan - ideal))
+                    }
                     _ => "–".into(),
                 };
-                println!("| mlp({depth}) | {} | {percent:.0}% | {beta} | {} | {} | {removed} | {seconds:.2} |", chain.len(), cell(&remat), cell(&offload));
+                println!(
+                    "| mlp({depth}) | {} | {percent:.0}% | {beta} | {} | {} | {removed} | {seconds:.2} |",
+                    chain.len(),
+                    cell(&remat),
+                    cell(&offload)
+                );
             }
         }
     }
@@ -45,8 +54,12 @@ pub fn table(depths: &[usize], budgets: &[f64], betas: &[f64], slots: Option<usi
 /// the rematerialization-only optimum has no overhead).
 fn store_all_peak(chain: &remat_planners::chain::Chain) -> u64 {
     let ideal: f64 = chain.stages.iter().map(|s| s.u_f + s.u_b).sum::<f64>() + chain.loss.u_f + chain.loss.u_b;
-    let total: u64 = chain.stages.iter().map(|s| s.a_bar + s.delta + s.of + s.ob).sum::<u64>() + chain.loss.a_bar + chain.loss.ob + chain.a0;
-    let no_overhead = |b: u64| dp::solve_remat_only(chain, b, None).is_some_and(|p| p.makespan <= ideal * (1.0 + 1e-12));
+    let total: u64 = chain.stages.iter().map(|s| s.a_bar + s.delta + s.of + s.ob).sum::<u64>()
+        + chain.loss.a_bar
+        + chain.loss.ob
+        + chain.a0;
+    let no_overhead =
+        |b: u64| dp::solve_remat_only(chain, b, None).is_some_and(|p| p.makespan <= ideal * (1.0 + 1e-12));
     let (mut low, mut high) = (0u64, total.max(1));
     while low < high {
         let mid = low + (high - low) / 2;

@@ -71,14 +71,22 @@ pub fn plan_and_print(source: &GraphSource, strategy_name: &str, percent: f64, t
         GraphSource::File(path) => crate::reforward::load(&path.to_string_lossy())?.1,
         GraphSource::Family(family, nodes) => family.with_nodes(*nodes),
     };
-    let planner = strategy(strategy_name).ok_or_else(|| format!("unknown strategy '{strategy_name}' (available: {})", remat_planners::strategy_names()))?;
+    let planner = strategy(strategy_name).ok_or_else(|| {
+        format!("unknown strategy '{strategy_name}' (available: {})", remat_planners::strategy_names())
+    })?;
     let order = graph.topological_schedule();
     let baseline = remat_graph::simulate(&graph, &order).map_err(|e| e.to_string())?;
     let budget = remat_graph::units::Budget::PercentOfBaseline(percent).resolve(baseline.peak_bytes);
     let mut options = PlannerOptions::default();
     options.ilp.time_limit = time_limit;
     options.auto_time_limit = time_limit;
-    let mut outcome = PlanOutcome { nodes: graph.op_count(), baseline_peak: baseline.peak_bytes, baseline_cost: baseline.cost, budget_bytes: budget, ..Default::default() };
+    let mut outcome = PlanOutcome {
+        nodes: graph.op_count(),
+        baseline_peak: baseline.peak_bytes,
+        baseline_cost: baseline.cost,
+        budget_bytes: budget,
+        ..Default::default()
+    };
     let started = Instant::now();
     match measure_plan(planner, &graph, &order, Some(budget), &options) {
         Ok(plan) => {
@@ -114,13 +122,23 @@ pub fn run_plan(source: &GraphSource, strategy_name: &str, percent: f64, limit: 
         Err(e) => return failed(format!("cannot find remat-bench itself: {e}")),
     };
     let mut command = Command::new(exe);
-    command.arg("plan").arg("--strategy").arg(strategy_name).arg("--percent").arg(percent.to_string()).arg("--time-limit").arg(limit.to_string());
+    command
+        .arg("plan")
+        .arg("--strategy")
+        .arg(strategy_name)
+        .arg("--percent")
+        .arg(percent.to_string())
+        .arg("--time-limit")
+        .arg(limit.to_string());
     match source {
         GraphSource::File(path) => command.arg("--graph").arg(path),
-        GraphSource::Family(family, nodes) => command.arg("--family").arg(family.name()).arg("--nodes").arg(nodes.to_string()),
+        GraphSource::Family(family, nodes) => {
+            command.arg("--family").arg(family.name()).arg("--nodes").arg(nodes.to_string())
+        }
     };
     match run_with_limit(&mut command, limit + 1.0) {
-        Ok(Some(stdout)) => serde_json::from_str(stdout.trim()).unwrap_or_else(|e| failed(format!("unreadable child output ({e}): {}", stdout.trim()))),
+        Ok(Some(stdout)) => serde_json::from_str(stdout.trim())
+            .unwrap_or_else(|e| failed(format!("unreadable child output ({e}): {}", stdout.trim()))),
         Ok(None) => PlanOutcome { note: Some(TIMED_OUT.into()), seconds: limit, ..Default::default() },
         Err(e) => failed(e),
     }
@@ -133,7 +151,12 @@ fn failed(note: String) -> PlanOutcome {
 /// Runs `command` to completion within `seconds`: its stdout, `None` when it was killed at the
 /// limit, or an error naming its exit status and the start of its stderr.
 pub fn run_with_limit(command: &mut Command, seconds: f64) -> Result<Option<String>, String> {
-    let mut child = command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| format!("cannot start {command:?}: {e}"))?;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {command:?}: {e}"))?;
     // Drain both pipes on threads so a chatty child never blocks on a full pipe.
     let drain = |mut pipe: Box<dyn Read + Send>| {
         std::thread::spawn(move || {

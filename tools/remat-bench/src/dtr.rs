@@ -11,7 +11,12 @@ use std::time::Instant;
 /// under a 2⌈√N⌉ budget, for h_{e*} (the theorem's heuristic) with banishing (its proof's
 /// deallocation) and eager eviction, and for h_DTR and h_DTR^eq.
 pub fn theorem(sizes: &[usize]) -> Result<(), String> {
-    let runs = [(Heuristic::EStar, Dealloc::Banish), (Heuristic::EStar, Dealloc::Eager), (Heuristic::Dtr, Dealloc::Eager), (Heuristic::DtrEq, Dealloc::Eager)];
+    let runs = [
+        (Heuristic::EStar, Dealloc::Banish),
+        (Heuristic::EStar, Dealloc::Eager),
+        (Heuristic::Dtr, Dealloc::Eager),
+        (Heuristic::DtrEq, Dealloc::Eager),
+    ];
     println!("Theorem 3.1: operations (forward + backward + rematerializations) on the N-layer linear network, budget B = 2⌈√N⌉\n");
     let header: Vec<String> = runs.iter().map(|(h, d)| format!("{} / {} ops (÷N)", h.name(), d.name())).collect();
     println!("| N | B | baseline ops | {} | ≤ 3N | seconds |", header.join(" | "));
@@ -35,7 +40,13 @@ pub fn theorem(sizes: &[usize]) -> Result<(), String> {
                 }
             }
         }
-        println!("| {n} | {budget} | {} | {} | {} | {:.2} |", order.len(), cells.join(" | "), within.join("/"), started.elapsed().as_secs_f64());
+        println!(
+            "| {n} | {budget} | {} | {} | {} | {:.2} |",
+            order.len(),
+            cells.join(" | "),
+            within.join("/"),
+            started.elapsed().as_secs_f64()
+        );
     }
     Ok(())
 }
@@ -43,7 +54,10 @@ pub fn theorem(sizes: &[usize]) -> Result<(), String> {
 /// Per graph and budget (percentages of the input order's peak): each heuristic's compute
 /// overhead (executed cost / the input order's − 1), or OOM, and its metadata accesses.
 pub fn heuristics(names: &[String], budgets: &[f64], dealloc: Dealloc) -> Result<(), String> {
-    println!("DTR heuristics, dealloc {}: compute overhead of the simulated run (metadata accesses in thousands)\n", dealloc.name());
+    println!(
+        "DTR heuristics, dealloc {}: compute overhead of the simulated run (metadata accesses in thousands)\n",
+        dealloc.name()
+    );
     let names_row: Vec<&str> = Heuristic::ALL.iter().map(|h| h.name()).collect();
     println!("| graph | budget | {} |", names_row.join(" | "));
     println!("|---|---:|{}", "---:|".repeat(names_row.len()));
@@ -55,12 +69,18 @@ pub fn heuristics(names: &[String], budgets: &[f64], dealloc: Dealloc) -> Result
             let budget = (baseline.peak_bytes as f64 * percent / 100.0) as u64;
             let cells: Vec<String> = Heuristic::ALL
                 .iter()
-                .map(|&heuristic| match simulate_dtr(&graph, &order, budget, &DtrOptions { heuristic, dealloc, seed: 0 }) {
-                    Ok((schedule, stats)) => {
-                        let cost: f64 = schedule.iter().map(|&n| graph.node(n).cost).sum();
-                        format!("{:+.1}% ({:.0}k)", 100.0 * (cost / baseline.cost - 1.0), stats.metadata_accesses as f64 / 1000.0)
+                .map(|&heuristic| {
+                    match simulate_dtr(&graph, &order, budget, &DtrOptions { heuristic, dealloc, seed: 0 }) {
+                        Ok((schedule, stats)) => {
+                            let cost: f64 = schedule.iter().map(|&n| graph.node(n).cost).sum();
+                            format!(
+                                "{:+.1}% ({:.0}k)",
+                                100.0 * (cost / baseline.cost - 1.0),
+                                stats.metadata_accesses as f64 / 1000.0
+                            )
+                        }
+                        Err(_) => "OOM".into(),
                     }
-                    Err(_) => "OOM".into(),
                 })
                 .collect();
             println!("| {label} | {percent:.0}% | {} |", cells.join(" | "));

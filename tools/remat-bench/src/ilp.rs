@@ -20,14 +20,22 @@ pub fn export(architecture: &str, stages: &[usize], output: &Path) -> Result<(),
     };
     let graph = ConvNet::new(architecture, stages).generate();
     let name = format!("{architecture:?}{stages:?}").to_lowercase();
-    let text = remat_graph::json::write_graph(&graph, &[("name", json!(name)), ("generator", json!("remat-bench export-graph"))]);
+    let text = remat_graph::json::write_graph(
+        &graph,
+        &[("name", json!(name)), ("generator", json!("remat-bench export-graph"))],
+    );
     std::fs::write(output, text).map_err(|e| format!("{}: {e}", output.display()))?;
     println!("{}: {} nodes ({} ops)", output.display(), graph.len(), graph.op_count());
     Ok(())
 }
 
 /// Per graph and budget: the ILP's cost, status, gap and time beside each heuristic's cost.
-pub fn table(graphs: &[PathBuf], percents: &[f64], heuristics: &[String], options: &PlannerOptions) -> Result<(), String> {
+pub fn table(
+    graphs: &[PathBuf],
+    percents: &[f64],
+    heuristics: &[String],
+    options: &PlannerOptions,
+) -> Result<(), String> {
     print!("| graph | ops | budget | ilp formulation | ilp status | ilp cost | gap | LP bound | ilp s |");
     for h in heuristics {
         print!(" {h} cost |");
@@ -44,7 +52,11 @@ pub fn table(graphs: &[PathBuf], percents: &[f64], heuristics: &[String], option
             let ilp = match measure_plan(strategy("ilp").unwrap(), &graph, &order, Some(budget), options) {
                 Ok(plan) => plan,
                 Err(e) => {
-                    println!("| {name} | {} | {percent:.0}% | — | failed: {e} |{}", graph.op_count(), " |".repeat(5 + heuristics.len()));
+                    println!(
+                        "| {name} | {} | {percent:.0}% | — | failed: {e} |{}",
+                        graph.op_count(),
+                        " |".repeat(5 + heuristics.len())
+                    );
                     continue;
                 }
             };
@@ -60,7 +72,14 @@ pub fn table(graphs: &[PathBuf], percents: &[f64], heuristics: &[String], option
                 "| {name} | {} | {percent:.0}% | {} | {} | {} | {} | {} | {:.1} |",
                 graph.op_count(),
                 certificate.formulation,
-                if fits { status.to_string() } else { format!("{status}, over budget ({}% least)", 100 * ilp.simulation.peak_bytes / baseline.peak_bytes.max(1)) },
+                if fits {
+                    status.to_string()
+                } else {
+                    format!(
+                        "{status}, over budget ({}% least)",
+                        100 * ilp.simulation.peak_bytes / baseline.peak_bytes.max(1)
+                    )
+                },
                 if fits { cost(ilp.simulation.cost) } else { "—".into() },
                 if fits { format!("{:.2}%", 100.0 * certificate.gap) } else { "—".into() },
                 certificate.lp_bound.map(cost).unwrap_or_else(|| "—".into()),

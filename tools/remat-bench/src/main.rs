@@ -240,24 +240,39 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Depth { depths, strategies, residual, weight_bytes, svg } => depth(&depths, &strategies, residual, weight_bytes, svg),
+        Command::Depth { depths, strategies, residual, weight_bytes, svg } => {
+            depth(&depths, &strategies, residual, weight_bytes, svg)
+        }
         Command::Scale { sizes, strategies, svg } => scale(&sizes, &strategies, svg),
         Command::Tradeoff { graph, svg } => tradeoff(&graph, svg),
         Command::Decompose { graphs } => decompose(&graphs),
         Command::Compare { graphs, strategies, budget } => compare(&graphs, &strategies, budget),
         Command::Sweep { inputs, budgets, strategies, time_limit, remat_opt, remat_run, measure_all, out } => {
-            sweep::run(&inputs, &budgets, &strategies, time_limit, &sweep::Runner { remat_opt, remat_run, measure_all }, &out)
+            sweep::run(
+                &inputs,
+                &budgets,
+                &strategies,
+                time_limit,
+                &sweep::Runner { remat_opt, remat_run, measure_all },
+                &out,
+            )
         }
-        Command::PlannerTime { families, sizes, strategies, percent, time_limit, strategy_time_limit, out } => families
-            .iter()
-            .map(|f| families::Family::from_name(f))
-            .collect::<Result<Vec<_>, _>>()
-            .and_then(|families| planner_time::run(&families, &sizes, &strategies, percent, time_limit, &strategy_time_limit, &out)),
-        Command::Report { dir, output, commit, machine, minutes } => report::write(&dir, &output, &commit, &machine, minutes),
+        Command::PlannerTime { families, sizes, strategies, percent, time_limit, strategy_time_limit, out } => {
+            families.iter().map(|f| families::Family::from_name(f)).collect::<Result<Vec<_>, _>>().and_then(
+                |families| {
+                    planner_time::run(&families, &sizes, &strategies, percent, time_limit, &strategy_time_limit, &out)
+                },
+            )
+        }
+        Command::Report { dir, output, commit, machine, minutes } => {
+            report::write(&dir, &output, &commit, &machine, minutes)
+        }
         Command::Plan { graph, family, nodes, strategy, percent, time_limit } => {
             let source = match (graph, family, nodes) {
                 (Some(path), None, _) => Ok(child::GraphSource::File(path)),
-                (None, Some(family), Some(nodes)) => families::Family::from_name(&family).map(|f| child::GraphSource::Family(f, nodes)),
+                (None, Some(family), Some(nodes)) => {
+                    families::Family::from_name(&family).map(|f| child::GraphSource::Family(f, nodes))
+                }
                 _ => Err("plan needs --graph FILE or --family NAME --nodes N".to_string()),
             };
             source.and_then(|source| child::plan_and_print(&source, &strategy, percent, time_limit))
@@ -301,11 +316,19 @@ fn measure(name: &str, graph: &Graph, options: &PlannerOptions) -> Result<Measur
     measure_within(name, graph, options, None)
 }
 
-fn measure_within(name: &str, graph: &Graph, options: &PlannerOptions, budget_percent: Option<f64>) -> Result<Measured, String> {
-    let planner = strategy(name).ok_or_else(|| format!("unknown strategy '{name}' (available: {})", remat_planners::strategy_names()))?;
+fn measure_within(
+    name: &str,
+    graph: &Graph,
+    options: &PlannerOptions,
+    budget_percent: Option<f64>,
+) -> Result<Measured, String> {
+    let planner = strategy(name)
+        .ok_or_else(|| format!("unknown strategy '{name}' (available: {})", remat_planners::strategy_names()))?;
     let order = graph.topological_schedule();
     let budget = match budget_percent {
-        Some(p) => Some((remat_graph::simulate(graph, &order).map_err(|e| e.to_string())?.peak_bytes as f64 * p / 100.0) as u64),
+        Some(p) => Some(
+            (remat_graph::simulate(graph, &order).map_err(|e| e.to_string())?.peak_bytes as f64 * p / 100.0) as u64,
+        ),
         None => None,
     };
     let plan = plan_within_budget(planner, graph, &order, budget, options).map_err(|e| e.to_string())?;
@@ -355,7 +378,13 @@ fn log_log_slope(points: &[(f64, f64)]) -> f64 {
     covariance / variance
 }
 
-fn depth(depths: &[usize], strategies: &[String], residual: bool, weight_bytes: u64, svg: Option<PathBuf>) -> Result<(), String> {
+fn depth(
+    depths: &[usize],
+    strategies: &[String],
+    residual: bool,
+    weight_bytes: u64,
+    svg: Option<PathBuf>,
+) -> Result<(), String> {
     let options = PlannerOptions::default();
     let kind = if residual { "residual" } else { "plain" };
     println!("Peak memory of generated {kind} feed-forward training steps (64 KiB activations, {weight_bytes}-byte weights), polished plans\n");
@@ -365,9 +394,12 @@ fn depth(depths: &[usize], strategies: &[String], residual: bool, weight_bytes: 
     }
     println!();
     println!("|---:|---:|{}", "---:|---:|".repeat(strategies.len()));
-    let mut series: Vec<svg::Series> = strategies.iter().map(|s| svg::Series { name: s.clone(), points: Vec::new() }).collect();
+    let mut series: Vec<svg::Series> =
+        strategies.iter().map(|s| svg::Series { name: s.clone(), points: Vec::new() }).collect();
     for &d in depths {
-        let graph = FeedForward { weight_bytes, ..if residual { FeedForward::residual(d) } else { FeedForward::mlp(d) } }.generate();
+        let graph =
+            FeedForward { weight_bytes, ..if residual { FeedForward::residual(d) } else { FeedForward::mlp(d) } }
+                .generate();
         print!("| {d} | {} |", graph.op_count());
         for (s, line) in strategies.iter().zip(&mut series) {
             let m = measure(s, &graph, &options)?;
@@ -383,7 +415,13 @@ fn depth(depths: &[usize], strategies: &[String], residual: bool, weight_bytes: 
         }
     }
     write_svg(svg, || {
-        let axes = svg::Axes { title: &format!("Peak vs depth ({kind} feed-forward training step)"), x_label: "depth (layers)", y_label: "peak bytes", log_x: true, log_y: true };
+        let axes = svg::Axes {
+            title: &format!("Peak vs depth ({kind} feed-forward training step)"),
+            x_label: "depth (layers)",
+            y_label: "peak bytes",
+            log_x: true,
+            log_y: true,
+        };
         svg::line_chart(&axes, &series)
     })
 }
@@ -397,7 +435,8 @@ fn scale(sizes: &[usize], strategies: &[String], svg: Option<PathBuf>) -> Result
     }
     println!();
     println!("|---:|{}", "---:|---:|".repeat(strategies.len()));
-    let mut series: Vec<svg::Series> = strategies.iter().map(|s| svg::Series { name: s.clone(), points: Vec::new() }).collect();
+    let mut series: Vec<svg::Series> =
+        strategies.iter().map(|s| svg::Series { name: s.clone(), points: Vec::new() }).collect();
     for &size in sizes {
         // A residual layer is 7 nodes (3 forward, 4 backward).
         let graph = FeedForward::residual((size / 7).max(1)).generate();
@@ -411,7 +450,13 @@ fn scale(sizes: &[usize], strategies: &[String], svg: Option<PathBuf>) -> Result
         println!();
     }
     write_svg(svg, || {
-        let axes = svg::Axes { title: "Planning time vs graph size", x_label: "nodes", y_label: "seconds", log_x: true, log_y: true };
+        let axes = svg::Axes {
+            title: "Planning time vs graph size",
+            x_label: "nodes",
+            y_label: "seconds",
+            log_x: true,
+            log_y: true,
+        };
         svg::line_chart(&axes, &series)
     })
 }
@@ -429,7 +474,8 @@ fn tradeoff(path: &PathBuf, svg: Option<PathBuf>) -> Result<(), String> {
         let mut polished_line = svg::Series { name: format!("{} polished", heuristic.name()), points: Vec::new() };
         let mut k = 1;
         loop {
-            let options = PlannerOptions { tw_stop: Some(k), td_heuristic: Some(heuristic), ..PlannerOptions::default() };
+            let options =
+                PlannerOptions { tw_stop: Some(k), td_heuristic: Some(heuristic), ..PlannerOptions::default() };
             let m = measure("treewidth", &graph, &options)?;
             let (raw_len, len) = (m.raw_steps as f64 / m.ops as f64, m.steps as f64 / m.ops as f64);
             println!(
@@ -450,7 +496,13 @@ fn tradeoff(path: &PathBuf, svg: Option<PathBuf>) -> Result<(), String> {
         series.push(polished_line);
     }
     write_svg(svg, || {
-        let axes = svg::Axes { title: "TWRemat(k): memory vs schedule length", x_label: "schedule length / ops", y_label: "peak bytes", log_x: false, log_y: false };
+        let axes = svg::Axes {
+            title: "TWRemat(k): memory vs schedule length",
+            x_label: "schedule length / ops",
+            y_label: "peak bytes",
+            log_x: false,
+            log_y: false,
+        };
         svg::line_chart(&axes, &series)
     })
 }
@@ -462,7 +514,8 @@ fn decompose(paths: &[PathBuf]) -> Result<(), String> {
     for path in paths {
         let graph = read_graph(path)?;
         let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        let tw: Vec<usize> = EliminationHeuristic::ALL.iter().map(|&h| TreeDecomposition::from_elimination(&graph, h).width()).collect();
+        let tw: Vec<usize> =
+            EliminationHeuristic::ALL.iter().map(|&h| TreeDecomposition::from_elimination(&graph, h).width()).collect();
         let base = graph.topological_schedule();
         let mut greedy = PathDecomposition::from_ordering(&graph, &greedy_ordering(&graph, &base));
         greedy.compress();
@@ -475,7 +528,14 @@ fn decompose(paths: &[PathBuf]) -> Result<(), String> {
                 (narrow.width(), spine.added.len(), spine.stretched_left)
             }
         };
-        println!("| {name} | {} | {} | {} | {} | {} | {spined} | {added} | {left} |", graph.op_count(), tw[0], tw[1], greedy.width(), topological.width());
+        println!(
+            "| {name} | {} | {} | {} | {} | {} | {spined} | {added} | {left} |",
+            graph.op_count(),
+            tw[0],
+            tw[1],
+            greedy.width(),
+            topological.width()
+        );
     }
     Ok(())
 }

@@ -43,7 +43,15 @@ impl TimeDoc {
     }
 }
 
-pub fn run(families: &[Family], sizes: &[usize], strategies: &[String], percent: f64, time_limit: f64, strategy_limits: &[(String, f64)], out: &Path) -> Result<(), String> {
+pub fn run(
+    families: &[Family],
+    sizes: &[usize],
+    strategies: &[String],
+    percent: f64,
+    time_limit: f64,
+    strategy_limits: &[(String, f64)],
+    out: &Path,
+) -> Result<(), String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let mut doc = TimeDoc {
         families: families.iter().map(|f| f.name().to_string()).collect(),
@@ -59,8 +67,17 @@ pub fn run(families: &[Family], sizes: &[usize], strategies: &[String], percent:
             for &nodes in sizes {
                 let plan = run_plan(&GraphSource::Family(family, nodes), s, percent, doc.limit_of(s));
                 let stop = plan.timed_out();
-                eprintln!("planner-time: {} {s} {nodes}: {}", family.name(), plan.note.clone().unwrap_or_else(|| format!("{:.3}s", plan.seconds)));
-                doc.rows.push(TimeRow { family: family.name().to_string(), strategy: s.clone(), target_nodes: nodes, plan });
+                eprintln!(
+                    "planner-time: {} {s} {nodes}: {}",
+                    family.name(),
+                    plan.note.clone().unwrap_or_else(|| format!("{:.3}s", plan.seconds))
+                );
+                doc.rows.push(TimeRow {
+                    family: family.name().to_string(),
+                    strategy: s.clone(),
+                    target_nodes: nodes,
+                    plan,
+                });
                 if stop {
                     break;
                 }
@@ -73,9 +90,13 @@ pub fn run(families: &[Family], sizes: &[usize], strategies: &[String], percent:
     write(&out.join("planner-time.json"), &json)?;
     let mut csv = String::from("family,strategy,target_nodes,nodes,seconds,peak_over_baseline,fits,note\n");
     for r in &doc.rows {
-        let ratio = r.plan.peak.map(|p| format!("{:.4}", p as f64 / r.plan.baseline_peak.max(1) as f64)).unwrap_or_default();
+        let ratio =
+            r.plan.peak.map(|p| format!("{:.4}", p as f64 / r.plan.baseline_peak.max(1) as f64)).unwrap_or_default();
         let note = r.plan.note.clone().unwrap_or_default().replace([',', '\n', '"'], " ");
-        csv += &format!("{},{},{},{},{:.4},{ratio},{},{note}\n", r.family, r.strategy, r.target_nodes, r.plan.nodes, r.plan.seconds, r.plan.fits);
+        csv += &format!(
+            "{},{},{},{},{:.4},{ratio},{},{note}\n",
+            r.family, r.strategy, r.target_nodes, r.plan.nodes, r.plan.seconds, r.plan.fits
+        );
     }
     write(&out.join("planner-time.csv"), &csv)
 }
@@ -86,7 +107,11 @@ fn chart(doc: &TimeDoc, family: &str) -> String {
     let mut stops = Vec::new();
     for (i, s) in doc.strategies.iter().enumerate() {
         let rows: Vec<&TimeRow> = doc.rows.iter().filter(|r| r.family == family && &r.strategy == s).collect();
-        let points = rows.iter().filter(|r| r.plan.peak.is_some()).map(|r| (r.plan.nodes as f64, r.plan.seconds.max(1e-4))).collect();
+        let points = rows
+            .iter()
+            .filter(|r| r.plan.peak.is_some())
+            .map(|r| (r.plan.nodes as f64, r.plan.seconds.max(1e-4)))
+            .collect();
         if let Some(r) = rows.iter().find(|r| r.plan.timed_out()) {
             stops.push(svg::Stop { series: i, point: (r.target_nodes as f64, doc.limit_of(s)) });
         }
@@ -97,6 +122,7 @@ fn chart(doc: &TimeDoc, family: &str) -> String {
     let mut limits: Vec<f64> = doc.strategies.iter().map(|s| doc.limit_of(s)).collect();
     limits.sort_by(f64::total_cmp);
     limits.dedup();
-    let guides: Vec<svg::Guide> = limits.iter().map(|&l| svg::Guide { name: format!("time limit {l}s (× = stopped)"), y: l }).collect();
+    let guides: Vec<svg::Guide> =
+        limits.iter().map(|&l| svg::Guide { name: format!("time limit {l}s (× = stopped)"), y: l }).collect();
     svg::annotated_line_chart(&axes, &series, &guides, &stops)
 }

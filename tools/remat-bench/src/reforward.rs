@@ -24,7 +24,11 @@ pub fn load(name: &str) -> Result<(String, Graph), String> {
 /// Counts of type-1, type-2 and type-3 nodes.
 fn shape(tree: &DivisionTree) -> (usize, usize, usize) {
     let count = |f: fn(&Division) -> bool| tree.nodes.iter().filter(|n| f(&n.division)).count();
-    (count(|d| matches!(d, Division::Series { .. })), count(|d| matches!(d, Division::Parallel)), count(|d| matches!(d, Division::Rigid { .. })))
+    (
+        count(|d| matches!(d, Division::Series { .. })),
+        count(|d| matches!(d, Division::Parallel)),
+        count(|d| matches!(d, Division::Rigid { .. })),
+    )
 }
 
 fn overhead(cost: f64, baseline: f64) -> String {
@@ -35,7 +39,9 @@ fn overhead(cost: f64, baseline: f64) -> String {
 /// ACG optimum; then the simulated peak and overhead of each plan's schedule, the `acg`
 /// strategy's final plan, and greedy held to that plan's peak.
 pub fn table(names: &[String]) -> Result<(), String> {
-    println!("Re-forwarding (Feng & Huang): Eqn. 1 objective and the simulated step (peak bytes, recompute overhead)\n");
+    println!(
+        "Re-forwarding (Feng & Huang): Eqn. 1 objective and the simulated step (peak bytes, recompute overhead)\n"
+    );
     println!("| graph | forward vertices | tree (1/2/3) | solver s | Eqn. 1 regular | Eqn. 1 Chen √n | Eqn. 1 ACG | cut | none peak | Chen √n peak | ACG-optimum peak | acg plan peak | acg overhead | greedy at acg's peak |");
     println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let options = PlannerOptions::default();
@@ -54,8 +60,15 @@ pub fn table(names: &[String]) -> Result<(), String> {
         let regular = problem.store_everything();
         let run = |plan| simulate(&graph, &problem.schedule(&graph, &order, plan)).map_err(|e| e.to_string());
         let (chen_sim, optimum_sim) = (run(&chen)?, run(&optimum)?);
-        let acg = plan_within_budget(strategy("acg").unwrap(), &graph, &order, None, &options).map_err(|e| e.to_string())?;
-        let greedy = match plan_within_budget(strategy("greedy").unwrap(), &graph, &order, Some(acg.simulation.peak_bytes), &options) {
+        let acg =
+            plan_within_budget(strategy("acg").unwrap(), &graph, &order, None, &options).map_err(|e| e.to_string())?;
+        let greedy = match plan_within_budget(
+            strategy("greedy").unwrap(),
+            &graph,
+            &order,
+            Some(acg.simulation.peak_bytes),
+            &options,
+        ) {
             Ok(p) => format!("{} ({})", Bytes(p.simulation.peak_bytes), overhead(p.simulation.cost, baseline.cost)),
             Err(_) => "cannot".to_string(),
         };
@@ -108,13 +121,19 @@ pub fn timing(sizes: &[usize], svg_path: Option<PathBuf>) -> Result<(), String> 
     println!("|---|---:|---:|---|---:|---:|---:|---:|---:|");
     let mut series = Vec::new();
     let options = PlannerOptions::default();
-    for (family, label) in [(Architecture::Vgg, "VGG"), (Architecture::ResNet, "ResNet"), (Architecture::DenseNet, "DenseNet")] {
+    for (family, label) in
+        [(Architecture::Vgg, "VGG"), (Architecture::ResNet, "ResNet"), (Architecture::DenseNet, "DenseNet")]
+    {
         let mut points = Vec::new();
         for &size in sizes {
             let graph = sized(family, size).generate();
             let order: Vec<NodeId> = graph.topological_schedule();
             let forward = ForwardPart::of(&graph, &order);
-            let edges: usize = forward.nodes.iter().map(|&v| graph.preds(v).iter().filter(|p| forward.contains[p.index()]).count()).sum();
+            let edges: usize = forward
+                .nodes
+                .iter()
+                .map(|&v| graph.preds(v).iter().filter(|p| forward.contains[p.index()]).count())
+                .sum();
             let started = Instant::now();
             let problem = ReforwardProblem::new(&graph, &forward);
             let tree_seconds = started.elapsed().as_secs_f64();
@@ -122,7 +141,8 @@ pub fn timing(sizes: &[usize], svg_path: Option<PathBuf>) -> Result<(), String> 
             let sweep = problem.solver(false).sweep();
             let sweep_seconds = started.elapsed().as_secs_f64();
             let regular = problem.store_everything();
-            let plan = plan_within_budget(strategy("acg").unwrap(), &graph, &order, None, &options).map_err(|e| e.to_string())?;
+            let plan = plan_within_budget(strategy("acg").unwrap(), &graph, &order, None, &options)
+                .map_err(|e| e.to_string())?;
             let (s1, s2, s3) = shape(&problem.tree);
             println!(
                 "| {label} | {} | {edges} | {s1}/{s2}/{s3} | {tree_seconds:.3} | {sweep_seconds:.3} | {} | {:.0}% | {:.2} |",
@@ -136,7 +156,13 @@ pub fn timing(sizes: &[usize], svg_path: Option<PathBuf>) -> Result<(), String> 
         series.push(svg::Series { name: format!("{label} (solver)"), points });
     }
     write_svg(svg_path, || {
-        let axes = svg::Axes { title: "ACG solver time vs forward vertices", x_label: "forward vertices", y_label: "seconds", log_x: true, log_y: true };
+        let axes = svg::Axes {
+            title: "ACG solver time vs forward vertices",
+            x_label: "forward vertices",
+            y_label: "seconds",
+            log_x: true,
+            log_y: true,
+        };
         svg::line_chart(&axes, &series)
     })
 }

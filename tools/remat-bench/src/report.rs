@@ -121,7 +121,15 @@ fn percent_label(p: f64) -> String {
     format!("{p}%")
 }
 
-fn header(md: &mut String, rel: &str, commit: &str, machine: &str, minutes: Option<f64>, sweep: &SweepDoc, times: &TimeDoc) {
+fn header(
+    md: &mut String,
+    rel: &str,
+    commit: &str,
+    machine: &str,
+    minutes: Option<f64>,
+    sweep: &SweepDoc,
+    times: &TimeDoc,
+) {
     let took = minutes.map(|m| format!(" The whole regeneration took {m:.1} minutes.")).unwrap_or_default();
     let _ = writeln!(
         md,
@@ -206,7 +214,11 @@ fn ilp_distance(md: &mut String, sweep: &SweepDoc) {
     let mut classes: Vec<String> = Vec::new();
     for ilp in cases {
         let (Some(o), base) = (ilp.plan.overhead(), ilp.plan.baseline_cost) else { continue };
-        let bound = ilp.plan.ilp_cost_bound.map(|b| if base > 0.0 { pct(b / base - 1.0) } else { "—".into() }).unwrap_or_else(|| "—".into());
+        let bound = ilp
+            .plan
+            .ilp_cost_bound
+            .map(|b| if base > 0.0 { pct(b / base - 1.0) } else { "—".into() })
+            .unwrap_or_else(|| "—".into());
         let status = ilp.plan.ilp_status.as_deref().unwrap_or("?");
         if let Some(class) = &ilp.plan.ilp_class {
             if !classes.contains(class) {
@@ -231,7 +243,14 @@ fn ilp_distance(md: &mut String, sweep: &SweepDoc) {
     let summary: Vec<String> = gaps
         .iter()
         .filter(|g| !g.1.is_empty())
-        .map(|(h, g)| format!("{h} {:+.1} points on average over {} cases (worst {:+.1})", 100.0 * g.iter().sum::<f64>() / g.len() as f64, g.len(), 100.0 * g.iter().cloned().fold(f64::MIN, f64::max)))
+        .map(|(h, g)| {
+            format!(
+                "{h} {:+.1} points on average over {} cases (worst {:+.1})",
+                100.0 * g.iter().sum::<f64>() / g.len() as f64,
+                g.len(),
+                100.0 * g.iter().cloned().fold(f64::MIN, f64::max)
+            )
+        })
         .collect();
     let _ = writeln!(md, "\nWhere a heuristic fits too: {}.\n", summary.join("; "));
     let _ = writeln!(md, "The ILP's class of schedules (its bound holds within it): {}.\n", classes.join("; or "));
@@ -269,7 +288,11 @@ fn measured(md: &mut String, sweep: &SweepDoc) {
 }
 
 fn beside_alternatives(md: &mut String, sweep: &SweepDoc, alternatives: &Alternatives) {
-    let versions: Vec<String> = alternatives.versions.iter().map(|(k, v)| format!("{k} {}", v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))).collect();
+    let versions: Vec<String> = alternatives
+        .versions
+        .iter()
+        .map(|(k, v)| format!("{k} {}", v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())))
+        .collect();
     let _ = writeln!(
         md,
         "## Beside XLA and PyTorch\n\n\
@@ -282,7 +305,8 @@ fn beside_alternatives(md: &mut String, sweep: &SweepDoc, alternatives: &Alterna
     );
     let _ = writeln!(md, "| model | theirs | their peak | their overhead | our plan (budget) | our overhead | our peak | ours / theirs |\n|---|---|---:|---:|---|---:|---:|---:|");
     let policy_rank = |p: &str| ["none", "dots_saveable", "nothing_saveable"].iter().position(|q| *q == p).unwrap_or(3);
-    let model_rank = |m: &str| models(sweep).iter().position(|n| n == m || n == &format!("{m}.linalg")).unwrap_or(usize::MAX);
+    let model_rank =
+        |m: &str| models(sweep).iter().position(|n| n == m || n == &format!("{m}.linalg")).unwrap_or(usize::MAX);
     let mut ordered: Vec<&Alternative> = alternatives.rows.iter().collect();
     ordered.sort_by_key(|a| (model_rank(&a.model), a.model.clone(), policy_rank(&a.policy)));
     let mut how: Vec<(String, String)> = Vec::new();
@@ -302,7 +326,13 @@ fn beside_alternatives(md: &mut String, sweep: &SweepDoc, alternatives: &Alterna
             ),
             None => ("—".into(), String::new(), String::new(), String::new()),
         };
-        let _ = writeln!(md, "| {} | {key} | {} | {} | {plan} | {overhead} | {peak} | {ratio} |", a.model, Bytes(their_peak), pct(their_overhead));
+        let _ = writeln!(
+            md,
+            "| {} | {key} | {} | {} | {plan} | {overhead} | {peak} | {ratio} |",
+            a.model,
+            Bytes(their_peak),
+            pct(their_overhead)
+        );
     }
     let _ = writeln!(md, "\nHow their figures were taken (each row's own account is in alternatives.json):\n");
     for (key, text) in how {
@@ -316,9 +346,13 @@ fn beside_alternatives(md: &mut String, sweep: &SweepDoc, alternatives: &Alterna
 fn our_best<'a>(sweep: &'a SweepDoc, model: &str, overhead: f64) -> Option<(&'a SweepRow, u64, &'static str)> {
     let candidates = [format!("{model}.linalg"), model.to_string()];
     let name = candidates.iter().find(|c| sweep.rows.iter().any(|r| &r.model == *c))?;
-    let within = |r: &&SweepRow| r.model == *name && r.plan.fits && r.plan.overhead().is_some_and(|o| o <= overhead + 1e-9);
-    let measured = sweep.rows.iter().filter(within).filter_map(|r| Some((r, r.measured_peak?, "measured"))).min_by_key(|x| x.1);
-    measured.or_else(|| sweep.rows.iter().filter(within).filter_map(|r| Some((r, r.plan.peak?, "planned"))).min_by_key(|x| x.1))
+    let within =
+        |r: &&SweepRow| r.model == *name && r.plan.fits && r.plan.overhead().is_some_and(|o| o <= overhead + 1e-9);
+    let measured =
+        sweep.rows.iter().filter(within).filter_map(|r| Some((r, r.measured_peak?, "measured"))).min_by_key(|x| x.1);
+    measured.or_else(|| {
+        sweep.rows.iter().filter(within).filter_map(|r| Some((r, r.plan.peak?, "planned"))).min_by_key(|x| x.1)
+    })
 }
 
 fn planner_time(md: &mut String, rel: &str, times: &TimeDoc) {
@@ -336,14 +370,22 @@ fn planner_time(md: &mut String, rel: &str, times: &TimeDoc) {
         let _ = writeln!(md, "![planner time, {family}]({rel}/planner-time-{family}.svg)\n");
         let _ = write!(md, "| {family} |");
         for size in &times.sizes {
-            let nodes = times.rows.iter().find(|r| &r.family == family && r.target_nodes == *size && r.plan.nodes > 0).map(|r| r.plan.nodes);
+            let nodes = times
+                .rows
+                .iter()
+                .find(|r| &r.family == family && r.target_nodes == *size && r.plan.nodes > 0)
+                .map(|r| r.plan.nodes);
             let _ = write!(md, " {} |", nodes.map(|n| format!("{n} nodes")).unwrap_or_else(|| format!("~{size}")));
         }
         let _ = writeln!(md, "\n|---|{}", "---:|".repeat(times.sizes.len()));
         for s in &times.strategies {
             let _ = write!(md, "| {s} |");
             for size in &times.sizes {
-                let cell = match times.rows.iter().find(|r| &r.family == family && &r.strategy == s && r.target_nodes == *size) {
+                let cell = match times
+                    .rows
+                    .iter()
+                    .find(|r| &r.family == family && &r.strategy == s && r.target_nodes == *size)
+                {
                     None => "—".to_string(),
                     Some(r) if r.plan.timed_out() => format!("× >{}s", times.limit_of(s)),
                     Some(r) if r.plan.peak.is_none() => "err".to_string(),
@@ -359,7 +401,9 @@ fn planner_time(md: &mut String, rel: &str, times: &TimeDoc) {
         .rows
         .iter()
         .filter(|r| r.plan.peak.is_none() && !r.plan.timed_out())
-        .filter_map(|r| r.plan.note.as_ref().map(|n| format!("{} on {} (~{} nodes): {}", r.strategy, r.family, r.target_nodes, n)))
+        .filter_map(|r| {
+            r.plan.note.as_ref().map(|n| format!("{} on {} (~{} nodes): {}", r.strategy, r.family, r.target_nodes, n))
+        })
         .collect();
     if !errors.is_empty() {
         let _ = writeln!(md, "Why `err`:\n");
@@ -383,8 +427,17 @@ fn least_peak<'a>(sweep: &'a SweepDoc, model: &'a str, strategy: &str) -> Option
 fn beside_papers(md: &mut String, sweep: &SweepDoc, published: &PublishedDoc) {
     let _ = writeln!(md, "## Beside the papers' published figures\n\nEach published figure is labelled with its source (`published.json` holds them as printed); ours come from the sweep above.\n");
     // Kumar et al. Table 2: peak memory (GB) and schedule length relative to NoRemat.
-    let kumar: Vec<&Published> = published.rows.iter().filter(|r| r.source == "Kumar et al. 2019, Table 2" && r.model == "Transformer Base").collect();
-    let value = |method: &str, metric: &str| kumar.iter().find(|r| r.method == method && r.metric.starts_with(metric)).and_then(|r| r.value.parse::<f64>().ok());
+    let kumar: Vec<&Published> = published
+        .rows
+        .iter()
+        .filter(|r| r.source == "Kumar et al. 2019, Table 2" && r.model == "Transformer Base")
+        .collect();
+    let value = |method: &str, metric: &str| {
+        kumar
+            .iter()
+            .find(|r| r.method == method && r.metric.starts_with(metric))
+            .and_then(|r| r.value.parse::<f64>().ok())
+    };
     if let Some(none) = value("NoRemat", "Mem") {
         let _ = writeln!(
             md,
@@ -422,7 +475,8 @@ fn beside_papers(md: &mut String, sweep: &SweepDoc, published: &PublishedDoc) {
     }
     // Feng & Huang Table 1: memory cut and time overhead of re-forwarding.
     let feng: Vec<&Published> = published.rows.iter().filter(|r| r.source == "Feng & Huang 2018, Table 1").collect();
-    let networks: Vec<String> = models(sweep).into_iter().filter(|m| feng.iter().any(|r| r.model.to_lowercase() == *m)).collect();
+    let networks: Vec<String> =
+        models(sweep).into_iter().filter(|m| feng.iter().any(|r| r.model.to_lowercase() == *m)).collect();
     if !networks.is_empty() {
         let _ = writeln!(
             md,
@@ -433,7 +487,12 @@ fn beside_papers(md: &mut String, sweep: &SweepDoc, published: &PublishedDoc) {
              | network | paper: memory cut | paper: time overhead | acg: cut | acg: overhead | best cut (strategy, overhead) |\n|---|---:|---:|---:|---:|---|"
         );
         for net in networks {
-            let paper = |metric: &str| feng.iter().find(|r| r.model.to_lowercase() == net && r.metric.starts_with(metric)).map(|r| r.value.clone()).unwrap_or_default();
+            let paper = |metric: &str| {
+                feng.iter()
+                    .find(|r| r.model.to_lowercase() == net && r.metric.starts_with(metric))
+                    .map(|r| r.value.clone())
+                    .unwrap_or_default()
+            };
             let cut = |r: &SweepRow| 1.0 - r.plan.peak.unwrap_or(0) as f64 / r.plan.baseline_peak.max(1) as f64;
             let acg = least_peak(sweep, &net, "acg");
             let best = sweep.strategies.iter().filter_map(|s| least_peak(sweep, &net, s)).min_by_key(|r| r.plan.peak);
@@ -444,16 +503,39 @@ fn beside_papers(md: &mut String, sweep: &SweepDoc, published: &PublishedDoc) {
                 paper("Time Overhead"),
                 acg.map(|r| format!("{:.0}%", 100.0 * cut(r))).unwrap_or_else(|| "—".into()),
                 acg.and_then(|r| r.plan.overhead()).map(pct).unwrap_or_default(),
-                best.map(|r| format!("{:.0}% ({}, {})", 100.0 * cut(r), r.strategy, r.plan.overhead().map(pct).unwrap_or_default())).unwrap_or_default()
+                best.map(|r| format!(
+                    "{:.0}% ({}, {})",
+                    100.0 * cut(r),
+                    r.strategy,
+                    r.plan.overhead().map(pct).unwrap_or_default()
+                ))
+                .unwrap_or_default()
             );
         }
         let _ = writeln!(md);
     }
-    let related: Vec<&Published> = published.rows.iter().filter(|r| !r.ours.is_empty() && !r.source.contains("Feng & Huang 2018, Table 1") && r.source != "Kumar et al. 2019, Table 2").collect();
+    let related: Vec<&Published> = published
+        .rows
+        .iter()
+        .filter(|r| {
+            !r.ours.is_empty()
+                && !r.source.contains("Feng & Huang 2018, Table 1")
+                && r.source != "Kumar et al. 2019, Table 2"
+        })
+        .collect();
     if !related.is_empty() {
         let _ = writeln!(md, "### The other published figures with a counterpart here\n\n| source | model | method | metric | published | compare with |\n|---|---|---|---|---|---|");
         for r in related {
-            let _ = writeln!(md, "| {} | {} | {} | {} | {} | {} |", r.source, r.model, r.method, r.metric, r.value.replace('|', "/"), r.ours.replace('|', "/"));
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} |",
+                r.source,
+                r.model,
+                r.method,
+                r.metric,
+                r.value.replace('|', "/"),
+                r.ours.replace('|', "/")
+            );
         }
         let _ = writeln!(md);
     }
@@ -481,7 +563,11 @@ fn per_model(md: &mut String, rel: &str, sweep: &SweepDoc) {
     for model in models(sweep) {
         let first = rows(sweep, &model).find(|r| r.plan.nodes > 0);
         let (nodes, baseline) = first.map_or((0, 0), |r| (r.plan.nodes, r.plan.baseline_peak));
-        let _ = writeln!(md, "### {model}\n\n{nodes} nodes, input order's peak {}.\n\n![{model}]({rel}/pareto-{model}.svg)\n", Bytes(baseline));
+        let _ = writeln!(
+            md,
+            "### {model}\n\n{nodes} nodes, input order's peak {}.\n\n![{model}]({rel}/pareto-{model}.svg)\n",
+            Bytes(baseline)
+        );
         let _ = write!(md, "| strategy |");
         for p in &sweep.budgets {
             let _ = write!(md, " {} |", percent_label(*p));
@@ -496,7 +582,9 @@ fn per_model(md: &mut String, rel: &str, sweep: &SweepDoc) {
                     Some(r) if r.plan.note.as_deref().is_some_and(|n| n.starts_with("not run")) => "not run".into(),
                     Some(r) => match (r.plan.peak, r.plan.overhead()) {
                         (Some(_), Some(o)) if r.plan.fits => format!("{} ({:.2}s)", pct(o), r.plan.seconds),
-                        (Some(peak), _) => format!("over {:.0}%", 100.0 * peak as f64 / r.plan.baseline_peak.max(1) as f64),
+                        (Some(peak), _) => {
+                            format!("over {:.0}%", 100.0 * peak as f64 / r.plan.baseline_peak.max(1) as f64)
+                        }
                         _ => "err".into(),
                     },
                 };
@@ -515,11 +603,30 @@ mod tests {
     use crate::planner_time::TimeRow;
 
     fn plan(peak: Option<u64>, cost: f64, fits: bool) -> PlanOutcome {
-        PlanOutcome { nodes: 10, baseline_peak: 100, baseline_cost: 10.0, budget_bytes: 60, peak, cost: peak.map(|_| cost), steps: peak.map(|_| 12), fits, seconds: 0.5, ..Default::default() }
+        PlanOutcome {
+            nodes: 10,
+            baseline_peak: 100,
+            baseline_cost: 10.0,
+            budget_bytes: 60,
+            peak,
+            cost: peak.map(|_| cost),
+            steps: peak.map(|_| 12),
+            fits,
+            seconds: 0.5,
+            ..Default::default()
+        }
     }
 
     fn sweep_row(strategy: &str, percent: f64, plan: PlanOutcome, measured: Option<u64>) -> SweepRow {
-        SweepRow { model: "m.linalg".into(), strategy: strategy.into(), percent, planned_by_remat_opt: measured, measured_peak: measured, measure_note: None, plan }
+        SweepRow {
+            model: "m.linalg".into(),
+            strategy: strategy.into(),
+            percent,
+            planned_by_remat_opt: measured,
+            measured_peak: measured,
+            measure_note: None,
+            plan,
+        }
     }
 
     #[test]
@@ -548,7 +655,12 @@ mod tests {
             time_limit: 5.0,
             strategy_limits: vec![],
             rows: vec![
-                TimeRow { family: "ffn".into(), strategy: "greedy".into(), target_nodes: 1000, plan: plan(Some(50), 11.0, true) },
+                TimeRow {
+                    family: "ffn".into(),
+                    strategy: "greedy".into(),
+                    target_nodes: 1000,
+                    plan: plan(Some(50), 11.0, true),
+                },
                 TimeRow { family: "ffn".into(), strategy: "greedy".into(), target_nodes: 2000, plan: timed_out },
             ],
         };

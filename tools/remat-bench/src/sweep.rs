@@ -61,7 +61,14 @@ pub(crate) fn cheapest_fit<'a>(rows: impl IntoIterator<Item = &'a SweepRow>) -> 
     best.map(|(row, _)| row)
 }
 
-pub fn run(inputs: &[PathBuf], budgets: &[f64], strategies: &[String], time_limit: f64, runner: &Runner, out: &Path) -> Result<(), String> {
+pub fn run(
+    inputs: &[PathBuf],
+    budgets: &[f64],
+    strategies: &[String],
+    time_limit: f64,
+    runner: &Runner,
+    out: &Path,
+) -> Result<(), String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let scratch = std::env::temp_dir().join(format!("remat-bench-sweep-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
@@ -74,12 +81,17 @@ pub fn run(inputs: &[PathBuf], budgets: &[f64], strategies: &[String], time_limi
             let json = scratch.join(format!("{model}.json"));
             let mut export = Command::new(&runner.remat_opt);
             export.arg(input).arg("--remat=none").arg("--emit=graph-json").arg("-o").arg(&json);
-            run_with_limit(&mut export, 600.0)?.ok_or_else(|| format!("{}: exporting the graph timed out", input.display()))?;
+            run_with_limit(&mut export, 600.0)?
+                .ok_or_else(|| format!("{}: exporting the graph timed out", input.display()))?;
             json
         } else {
             input.clone()
         };
-        let mut measurer = if is_mlir { runner.remat_run.as_ref().map(|run| Measurer::new(&runner.remat_opt, run, input, &scratch, time_limit)) } else { None };
+        let mut measurer = if is_mlir {
+            runner.remat_run.as_ref().map(|run| Measurer::new(&runner.remat_opt, run, input, &scratch, time_limit))
+        } else {
+            None
+        };
         let mut out_of_time: Vec<&str> = Vec::new();
         for &percent in budgets {
             let first = doc.rows.len();
@@ -94,12 +106,21 @@ pub fn run(inputs: &[PathBuf], budgets: &[f64], strategies: &[String], time_limi
                 if plan.timed_out() {
                     out_of_time.push(s);
                 }
-                doc.rows.push(SweepRow { model: model.clone(), strategy: s.clone(), percent, plan, planned_by_remat_opt: None, measured_peak: None, measure_note: None });
+                doc.rows.push(SweepRow {
+                    model: model.clone(),
+                    strategy: s.clone(),
+                    percent,
+                    plan,
+                    planned_by_remat_opt: None,
+                    measured_peak: None,
+                    measure_note: None,
+                });
             }
             let rows = &mut doc.rows[first..];
             if let Some(m) = &mut measurer {
                 // Strategies are distinct within a budget, so the name identifies the row.
-                let chosen = if runner.measure_all { None } else { cheapest_fit(rows.iter()).map(|r| r.strategy.clone()) };
+                let chosen =
+                    if runner.measure_all { None } else { cheapest_fit(rows.iter()).map(|r| r.strategy.clone()) };
                 for row in rows.iter_mut() {
                     if !row.plan.fits {
                         row.measure_note = Some("no plan within the budget".into());
@@ -131,7 +152,12 @@ fn model_name(path: &Path) -> String {
 
 fn describe(row: &SweepRow) -> String {
     let plan = match (row.plan.peak, row.plan.overhead()) {
-        (Some(peak), Some(o)) => format!("peak {peak} ({}), {:+.1}%, {:.2}s", if row.plan.fits { "fits" } else { "over" }, 100.0 * o, row.plan.seconds),
+        (Some(peak), Some(o)) => format!(
+            "peak {peak} ({}), {:+.1}%, {:.2}s",
+            if row.plan.fits { "fits" } else { "over" },
+            100.0 * o,
+            row.plan.seconds
+        ),
         _ => row.plan.note.clone().unwrap_or_default(),
     };
     match (row.measured_peak, &row.measure_note) {
@@ -166,7 +192,11 @@ impl<'a> Measurer<'a> {
     }
 
     fn measure(&mut self, row: &mut SweepRow) {
-        let runs = self.runs.get_or_insert_with(|| run_step(self.remat_run, self.input).map(|_| ()).map_err(|e| format!("the input does not run on the CPU: {e}")));
+        let runs = self.runs.get_or_insert_with(|| {
+            run_step(self.remat_run, self.input)
+                .map(|_| ())
+                .map_err(|e| format!("the input does not run on the CPU: {e}"))
+        });
         if let Err(why) = runs {
             row.measure_note = Some(why.clone());
             return;
@@ -185,7 +215,11 @@ impl<'a> Measurer<'a> {
         let (module, report) = (self.scratch.join("rewritten.mlir"), self.scratch.join("report.json"));
         let limit = self.time_limit.to_string();
         let mut opt = Command::new(self.remat_opt);
-        opt.arg(self.input).arg(format!("--remat={strategy}")).arg(format!("--budget={percent}%")).arg(format!("--ilp-time-limit={limit}")).arg(format!("--auto-time-limit={limit}"));
+        opt.arg(self.input)
+            .arg(format!("--remat={strategy}"))
+            .arg(format!("--budget={percent}%"))
+            .arg(format!("--ilp-time-limit={limit}"))
+            .arg(format!("--auto-time-limit={limit}"));
         opt.arg("-o").arg(&module).arg("--report-json").arg(&report);
         match run_with_limit(&mut opt, self.time_limit + 60.0) {
             Ok(Some(_)) => {}
@@ -193,7 +227,10 @@ impl<'a> Measurer<'a> {
             Err(e) => return Err(format!("remat-opt: {e}")),
         }
         let read = |path: &Path| std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()));
-        let planned = serde_json::from_str::<serde_json::Value>(&read(&report)?).ok().and_then(|r| r["plan"]["peak_bytes"].as_u64()).ok_or("remat-opt's report has no plan.peak_bytes")?;
+        let planned = serde_json::from_str::<serde_json::Value>(&read(&report)?)
+            .ok()
+            .and_then(|r| r["plan"]["peak_bytes"].as_u64())
+            .ok_or("remat-opt's report has no plan.peak_bytes")?;
         let text = read(&module)?;
         if let Some(&peak) = self.measured.get(&text) {
             return Ok((planned, peak));
@@ -213,7 +250,10 @@ fn run_step(remat_run: &Path, step: &Path) -> Result<u64, String> {
         Ok(None) => return Err("remat-run timed out".into()),
         Err(e) => return Err(format!("remat-run: {e}")),
     };
-    serde_json::from_str::<serde_json::Value>(&stdout).ok().and_then(|r| r["peak_bytes"].as_u64()).ok_or_else(|| "remat-run printed no peak_bytes".to_string())
+    serde_json::from_str::<serde_json::Value>(&stdout)
+        .ok()
+        .and_then(|r| r["peak_bytes"].as_u64())
+        .ok_or_else(|| "remat-run printed no peak_bytes".to_string())
 }
 
 /// Peak (percent of the input order's) against compute (× the input order's), every plan of
@@ -228,13 +268,21 @@ fn pareto_svg(doc: &SweepDoc, model: &str) -> String {
                 .rows
                 .iter()
                 .filter(|r| r.model == model && &r.strategy == s)
-                .filter_map(|r| Some((100.0 * r.plan.peak? as f64 / r.plan.baseline_peak.max(1) as f64, 1.0 + r.plan.overhead()?)))
+                .filter_map(|r| {
+                    Some((100.0 * r.plan.peak? as f64 / r.plan.baseline_peak.max(1) as f64, 1.0 + r.plan.overhead()?))
+                })
                 .collect(),
         })
         .collect();
     // Compute on a log axis: overheads range from a few percent to many times the step.
     let title = format!("{model}: peak memory vs compute");
-    let axes = svg::Axes { title: &title, x_label: "peak (% of the input order's)", y_label: "compute (× the input order's)", log_x: false, log_y: true };
+    let axes = svg::Axes {
+        title: &title,
+        x_label: "peak (% of the input order's)",
+        y_label: "compute (× the input order's)",
+        log_x: false,
+        log_y: true,
+    };
     svg::pareto_chart(&axes, &series)
 }
 

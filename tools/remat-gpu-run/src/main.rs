@@ -102,13 +102,19 @@ struct Signature {
 
 /// Parses `{"function":"main","inputs":["tensor<4xf32>",…],"results":[…]}`.
 fn parse_signature(text: &str) -> Result<Signature, String> {
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("remat_step_signature is not JSON: {e}"))?;
-    let function = value["function"].as_str().filter(|f| !f.is_empty()).ok_or("remat_step_signature has no \"function\"")?.to_string();
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("remat_step_signature is not JSON: {e}"))?;
+    let function = value["function"]
+        .as_str()
+        .filter(|f| !f.is_empty())
+        .ok_or("remat_step_signature has no \"function\"")?
+        .to_string();
     let specs = |key: &str| -> Result<Vec<TensorSpec>, String> {
         let list = value[key].as_array().ok_or_else(|| format!("remat_step_signature has no \"{key}\" list"))?;
         list.iter()
             .map(|item| {
-                let text = item.as_str().ok_or_else(|| format!("remat_step_signature: \"{key}\" holds {item}, not a type"))?;
+                let text =
+                    item.as_str().ok_or_else(|| format!("remat_step_signature: \"{key}\" holds {item}, not a type"))?;
                 TensorSpec::parse(text).map_err(|e| format!("remat_step_signature: {e}"))
             })
             .collect()
@@ -140,19 +146,23 @@ fn load_step(path: &Path) -> Result<Step, Vec<String>> {
     // wrappers this executable exports; RTLD_NOW makes a missing symbol an error here.
     // dlopen searches the library path for a bare file name: name the file itself.
     let file = std::path::absolute(path).map_err(|e| vec![format!("{name}: {e}")])?;
-    let library = unsafe { Library::open(Some(&file), RTLD_NOW) }.map_err(|e| vec![format!("{name}: could not load: {}", describe(&e))])?;
+    let library = unsafe { Library::open(Some(&file), RTLD_NOW) }
+        .map_err(|e| vec![format!("{name}: could not load: {}", describe(&e))])?;
     if let Some(error) = gpu::take_first_error() {
         return Err(vec![format!("{name}: loading its kernels failed: {error}")]);
     }
     // SAFETY: the symbol is a NUL-terminated char array; its address is its first char.
     let text = unsafe {
-        let symbol = library.get::<*const c_char>("remat_step_signature").map_err(|e| vec![format!("{name}: not a step library: {}", describe(&e))])?;
+        let symbol = library
+            .get::<*const c_char>("remat_step_signature")
+            .map_err(|e| vec![format!("{name}: not a step library: {}", describe(&e))])?;
         CStr::from_ptr(*symbol).to_string_lossy().into_owned()
     };
     let signature = parse_signature(&text).map_err(|e| vec![format!("{name}: {e}")])?;
     let entry_name = format!("_mlir_{}", signature.function);
     // SAFETY: `_mlir_<function>` is the packed entry, of type `PackedEntry`.
-    let entry = unsafe { library.get::<PackedEntry>(entry_name.as_str()).map(|symbol| *symbol) }.map_err(|e| vec![format!("{name}: no entry point: {}", describe(&e))])?;
+    let entry = unsafe { library.get::<PackedEntry>(entry_name.as_str()).map(|symbol| *symbol) }
+        .map_err(|e| vec![format!("{name}: no entry point: {}", describe(&e))])?;
     Ok(Step { _library: library, signature, entry })
 }
 
@@ -165,7 +175,11 @@ fn read_tensors(dir: &Path, prefix: &str, specs: &[TensorSpec], role: &str) -> R
             let path = dir.join(format!("{prefix}{i}.npy"));
             let tensor = npy::read(&path).map_err(|e| vec![e])?;
             if tensor.spec != *spec {
-                return Err(vec![format!("{}: holds {}, but {role} {i} of the step is {spec}", path.display(), tensor.spec)]);
+                return Err(vec![format!(
+                    "{}: holds {}, but {role} {i} of the step is {spec}",
+                    path.display(),
+                    tensor.spec
+                )]);
             }
             Ok(tensor)
         })
@@ -197,7 +211,13 @@ fn summarize(runs: &[GpuStepRun]) -> Summary {
     let mut seconds: Vec<f64> = runs.iter().map(|r| r.seconds).collect();
     seconds.sort_by(f64::total_cmp);
     let n = seconds.len();
-    let median = if n == 0 { 0.0 } else if n % 2 == 1 { seconds[n / 2] } else { (seconds[n / 2 - 1] + seconds[n / 2]) / 2.0 };
+    let median = if n == 0 {
+        0.0
+    } else if n % 2 == 1 {
+        seconds[n / 2]
+    } else {
+        (seconds[n / 2 - 1] + seconds[n / 2]) / 2.0
+    };
     let first = runs.first().map(|r| r.counts).unwrap_or_default();
     let driver_peak = runs.iter().map(|r| r.counts.driver_peak_bytes).min().unwrap_or(0);
     Summary {
@@ -211,7 +231,9 @@ fn summarize(runs: &[GpuStepRun]) -> Summary {
 
 /// The largest error over all outputs (NaN wins, as in one output's report).
 fn overall_max_abs_error(reports: &[ToleranceReport]) -> f64 {
-    reports.iter().fold(0.0, |max, r| if max.is_nan() || r.max_abs_error.is_nan() { f64::NAN } else { max.max(r.max_abs_error) })
+    reports
+        .iter()
+        .fold(0.0, |max, r| if max.is_nan() || r.max_abs_error.is_nan() { f64::NAN } else { max.max(r.max_abs_error) })
 }
 
 fn run(cli: &Cli) -> Result<bool, Vec<String>> {
@@ -240,7 +262,13 @@ fn run(cli: &Cli) -> Result<bool, Vec<String>> {
             (result, first_error) => {
                 let mut lines: Vec<String> = first_error.into_iter().collect();
                 lines.extend(result.err());
-                lines.push(format!("{}: run {} of @{} failed on {}", cli.step.display(), index + 1, signature.function, device.name()));
+                lines.push(format!(
+                    "{}: run {} of @{} failed on {}",
+                    cli.step.display(),
+                    index + 1,
+                    signature.function,
+                    device.name()
+                ));
                 return Err(lines);
             }
         }
@@ -248,21 +276,36 @@ fn run(cli: &Cli) -> Result<bool, Vec<String>> {
     let summary = summarize(&runs);
     for (index, run) in runs.iter().enumerate().skip(1) {
         let (a, b) = (&runs[0].counts, &run.counts);
-        if (a.device_peak_bytes, a.device_allocations, a.host_peak_bytes, a.host_allocations) != (b.device_peak_bytes, b.device_allocations, b.host_peak_bytes, b.host_allocations) {
-            eprintln!("remat-gpu-run: warning: run {} allocated differently from run 1 (device peak {} vs {})", index + 1, b.device_peak_bytes, a.device_peak_bytes);
+        if (a.device_peak_bytes, a.device_allocations, a.host_peak_bytes, a.host_allocations)
+            != (b.device_peak_bytes, b.device_allocations, b.host_peak_bytes, b.host_allocations)
+        {
+            eprintln!(
+                "remat-gpu-run: warning: run {} allocated differently from run 1 (device peak {} vs {})",
+                index + 1,
+                b.device_peak_bytes,
+                a.device_peak_bytes
+            );
         }
     }
     if summary.counts.foreign_frees > 0 {
-        eprintln!("remat-gpu-run: warning: the step freed {} pointer(s) it did not allocate", summary.counts.foreign_frees);
+        eprintln!(
+            "remat-gpu-run: warning: the step freed {} pointer(s) it did not allocate",
+            summary.counts.foreign_frees
+        );
     }
     let outputs = &runs[0].outputs;
     if let Some(dir) = &cli.save_outputs {
         write_tensors(dir, "result", outputs)?;
     }
-    let reports: Option<Vec<ToleranceReport>> = expected.as_ref().map(|expected| outputs.iter().zip(expected).map(|(a, b)| compare_within(a, b, cli.rtol, cli.atol)).collect());
+    let reports: Option<Vec<ToleranceReport>> = expected
+        .as_ref()
+        .map(|expected| outputs.iter().zip(expected).map(|(a, b)| compare_within(a, b, cli.rtol, cli.atol)).collect());
     let outputs_match = reports.as_ref().map(|r| r.iter().all(ToleranceReport::matches));
     if cli.json {
-        print_out(&serde_json::to_string(&report_json(device.name(), signature, &summary, outputs, reports.as_deref())).expect("JSON values serialize"));
+        print_out(
+            &serde_json::to_string(&report_json(device.name(), signature, &summary, outputs, reports.as_deref()))
+                .expect("JSON values serialize"),
+        );
     } else {
         print_out(&report_text(cli, device.name(), signature, &summary, reports.as_deref()));
     }
@@ -275,7 +318,13 @@ fn run(cli: &Cli) -> Result<bool, Vec<String>> {
 }
 
 /// The `--json` object. Errors that are NaN or infinite print as null (JSON has neither).
-fn report_json(device: &str, signature: &Signature, summary: &Summary, outputs: &[HostTensor], reports: Option<&[ToleranceReport]>) -> serde_json::Value {
+fn report_json(
+    device: &str,
+    signature: &Signature,
+    summary: &Summary,
+    outputs: &[HostTensor],
+    reports: Option<&[ToleranceReport]>,
+) -> serde_json::Value {
     let c = &summary.counts;
     let mut doc = serde_json::json!({
         "device": device,
@@ -311,7 +360,13 @@ fn report_json(device: &str, signature: &Signature, summary: &Summary, outputs: 
     doc
 }
 
-fn report_text(cli: &Cli, device: &str, signature: &Signature, summary: &Summary, reports: Option<&[ToleranceReport]>) -> String {
+fn report_text(
+    cli: &Cli,
+    device: &str,
+    signature: &Signature,
+    summary: &Summary,
+    reports: Option<&[ToleranceReport]>,
+) -> String {
     let c = &summary.counts;
     let inputs = match &cli.inputs {
         Some(dir) => format!("from {}", dir.display()),
@@ -322,18 +377,42 @@ fn report_text(cli: &Cli, device: &str, signature: &Signature, summary: &Summary
         ("device".into(), format!("{device} (#{})", cli.device)),
         ("device peak".into(), format!("{} ({})", c.device_peak_bytes, human(c.device_peak_bytes))),
         ("allocations".into(), format!("{} ({} freed)", c.device_allocations, c.device_frees)),
-        ("driver peak".into(), format!("{} ({}; first run {})", c.driver_peak_bytes, human(c.driver_peak_bytes), human(summary.driver_peak_bytes_first_run))),
+        (
+            "driver peak".into(),
+            format!(
+                "{} ({}; first run {})",
+                c.driver_peak_bytes,
+                human(c.driver_peak_bytes),
+                human(summary.driver_peak_bytes_first_run)
+            ),
+        ),
     ];
     if c.host_allocations > 0 {
-        rows.push(("host peak".into(), format!("{} ({}), {} host allocations", c.host_peak_bytes, human(c.host_peak_bytes), c.host_allocations)));
+        rows.push((
+            "host peak".into(),
+            format!("{} ({}), {} host allocations", c.host_peak_bytes, human(c.host_peak_bytes), c.host_allocations),
+        ));
     }
-    rows.push(("seconds".into(), format!("min {:.6}, median {:.6} ({} runs)", summary.seconds_min, summary.seconds_median, summary.runs)));
+    rows.push((
+        "seconds".into(),
+        format!("min {:.6}, median {:.6} ({} runs)", summary.seconds_min, summary.seconds_median, summary.runs),
+    ));
     let outputs = match reports {
         None => format!("{}", signature.results.len()),
         Some(reports) => {
             let bad = reports.iter().filter(|r| !r.matches()).count();
-            let verdict = if bad == 0 { "all within tolerance of the expected".to_string() } else { format!("{bad} OUT OF TOLERANCE") };
-            format!("{}, {verdict} (rtol {:e}, atol {:e}; max |error| {:e})", reports.len(), cli.rtol, cli.atol, overall_max_abs_error(reports))
+            let verdict = if bad == 0 {
+                "all within tolerance of the expected".to_string()
+            } else {
+                format!("{bad} OUT OF TOLERANCE")
+            };
+            format!(
+                "{}, {verdict} (rtol {:e}, atol {:e}; max |error| {:e})",
+                reports.len(),
+                cli.rtol,
+                cli.atol,
+                overall_max_abs_error(reports)
+            )
         }
     };
     rows.push(("outputs".into(), outputs));
@@ -375,7 +454,14 @@ mod tests {
     fn parses_the_step_signature() {
         let text = r#"{"function":"main","inputs":["tensor<64x128xf32>","tensor<64xi32>"],"results":["tensor<f32>"]}"#;
         let signature = parse_signature(text).unwrap();
-        assert_eq!(signature, Signature { function: "main".into(), inputs: vec![spec("tensor<64x128xf32>"), spec("tensor<64xi32>")], results: vec![spec("tensor<f32>")] });
+        assert_eq!(
+            signature,
+            Signature {
+                function: "main".into(),
+                inputs: vec![spec("tensor<64x128xf32>"), spec("tensor<64xi32>")],
+                results: vec![spec("tensor<f32>")]
+            }
+        );
         assert_eq!(parse_signature(r#"{"function":"f","inputs":[],"results":[]}"#).unwrap().inputs, vec![]);
     }
 
@@ -384,12 +470,21 @@ mod tests {
         assert!(parse_signature("not json").unwrap_err().contains("not JSON"));
         assert!(parse_signature(r#"{"inputs":[],"results":[]}"#).unwrap_err().contains("function"));
         assert!(parse_signature(r#"{"function":"main","results":[]}"#).unwrap_err().contains("inputs"));
-        assert!(parse_signature(r#"{"function":"main","inputs":[3],"results":[]}"#).unwrap_err().contains("not a type"));
-        assert!(parse_signature(r#"{"function":"main","inputs":["tensor<?xf32>"],"results":[]}"#).unwrap_err().contains("dynamic"));
+        assert!(parse_signature(r#"{"function":"main","inputs":[3],"results":[]}"#)
+            .unwrap_err()
+            .contains("not a type"));
+        assert!(parse_signature(r#"{"function":"main","inputs":["tensor<?xf32>"],"results":[]}"#)
+            .unwrap_err()
+            .contains("dynamic"));
     }
 
     fn run_with(seconds: f64, device_peak: u64, driver_peak: u64) -> GpuStepRun {
-        let counts = GpuCounts { device_peak_bytes: device_peak, device_allocations: 2, driver_peak_bytes: driver_peak, ..GpuCounts::default() };
+        let counts = GpuCounts {
+            device_peak_bytes: device_peak,
+            device_allocations: 2,
+            driver_peak_bytes: driver_peak,
+            ..GpuCounts::default()
+        };
         GpuStepRun { outputs: vec![], counts, seconds }
     }
 
@@ -397,7 +492,10 @@ mod tests {
     fn summary_takes_counts_from_the_first_run_and_the_least_driver_peak() {
         let runs = [run_with(0.3, 100, 4 << 20), run_with(0.1, 100, 2 << 20), run_with(0.2, 100, 3 << 20)];
         let s = summarize(&runs);
-        assert_eq!((s.counts.device_peak_bytes, s.counts.driver_peak_bytes, s.driver_peak_bytes_first_run), (100, 2 << 20, 4 << 20));
+        assert_eq!(
+            (s.counts.device_peak_bytes, s.counts.driver_peak_bytes, s.driver_peak_bytes_first_run),
+            (100, 2 << 20, 4 << 20)
+        );
         assert_eq!((s.seconds_min, s.seconds_median, s.runs), (0.1, 0.2, 3));
         let even = summarize(&runs[..2]);
         assert!((even.seconds_median - 0.2).abs() < 1e-12);
@@ -405,11 +503,26 @@ mod tests {
 
     #[test]
     fn json_report_has_the_documented_fields() {
-        let signature = Signature { function: "main".into(), inputs: vec![], results: vec![spec("tensor<2xf32>"), spec("tensor<i32>")] };
+        let signature = Signature {
+            function: "main".into(),
+            inputs: vec![],
+            results: vec![spec("tensor<2xf32>"), spec("tensor<i32>")],
+        };
         let summary = summarize(&[run_with(0.5, 64, 1 << 21)]);
         let outputs = vec![HostTensor::zeros(spec("tensor<2xf32>")), HostTensor::zeros(spec("tensor<i32>"))];
         let plain = report_json("GPU", &signature, &summary, &outputs, None);
-        for key in ["device", "device_peak_bytes", "device_allocations", "host_peak_bytes", "host_allocations", "driver_peak_bytes", "seconds_min", "seconds_median", "runs", "outputs"] {
+        for key in [
+            "device",
+            "device_peak_bytes",
+            "device_allocations",
+            "host_peak_bytes",
+            "host_allocations",
+            "driver_peak_bytes",
+            "seconds_min",
+            "seconds_median",
+            "runs",
+            "outputs",
+        ] {
             assert!(plain.get(key).is_some(), "missing {key}");
         }
         assert!(plain.get("outputs_match").is_none());
@@ -417,7 +530,8 @@ mod tests {
 
         let mut nan = HostTensor::zeros(spec("tensor<2xf32>"));
         nan.bytes_mut()[..4].copy_from_slice(&f32::NAN.to_le_bytes());
-        let reports = vec![compare_within(&nan, &outputs[0], 1e-4, 1e-5), compare_within(&outputs[1], &outputs[1], 1e-4, 1e-5)];
+        let reports =
+            vec![compare_within(&nan, &outputs[0], 1e-4, 1e-5), compare_within(&outputs[1], &outputs[1], 1e-4, 1e-5)];
         let compared = report_json("GPU", &signature, &summary, &outputs, Some(&reports));
         assert_eq!(compared["outputs_match"], false);
         assert_eq!(compared["outputs"][0]["out_of_tolerance"], 1);
@@ -428,13 +542,17 @@ mod tests {
     #[test]
     fn reads_back_what_it_writes_and_checks_types() {
         let dir = std::env::temp_dir().join(format!("remat-gpu-run-test-{}", std::process::id()));
-        let tensors = vec![HostTensor::random(spec("tensor<3x2xf32>"), &mut SplitMix64::new(1), 8), HostTensor::random(spec("tensor<4xi1>"), &mut SplitMix64::new(2), 8)];
+        let tensors = vec![
+            HostTensor::random(spec("tensor<3x2xf32>"), &mut SplitMix64::new(1), 8),
+            HostTensor::random(spec("tensor<4xi1>"), &mut SplitMix64::new(2), 8),
+        ];
         write_tensors(&dir, "result", &tensors).unwrap();
         let specs: Vec<TensorSpec> = tensors.iter().map(|t| t.spec.clone()).collect();
         let back = read_tensors(&dir, "result", &specs, "result").unwrap();
         assert!(back.iter().zip(&tensors).all(|(a, b)| a.bytes() == b.bytes()));
         let wrong = [TensorSpec { element: ElementType::F64, shape: vec![3, 2] }];
-        assert!(read_tensors(&dir, "result", &wrong, "result").unwrap_err()[0].contains("but result 0 of the step is tensor<3x2xf64>"));
+        assert!(read_tensors(&dir, "result", &wrong, "result").unwrap_err()[0]
+            .contains("but result 0 of the step is tensor<3x2xf64>"));
         assert!(read_tensors(&dir, "arg", &specs, "argument").unwrap_err()[0].contains("could not read"));
         std::fs::remove_dir_all(&dir).unwrap();
     }

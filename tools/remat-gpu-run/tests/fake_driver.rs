@@ -22,7 +22,11 @@ impl Fixture {
         std::fs::create_dir_all(&dir).unwrap();
         let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_cuda");
         for (source, library) in [("libcuda.c", "libcuda.so"), ("step.c", "step.so")] {
-            let status = Command::new("cc").args(["-shared", "-fPIC", "-O1", "-o"]).arg(dir.join(library)).arg(sources.join(source)).status();
+            let status = Command::new("cc")
+                .args(["-shared", "-fPIC", "-O1", "-o"])
+                .arg(dir.join(library))
+                .arg(sources.join(source))
+                .status();
             match status {
                 Ok(s) if s.success() => {}
                 Ok(s) => panic!("cc failed on {source}: {s}"),
@@ -81,7 +85,8 @@ fn expected_outputs(a: &HostTensor, labels: &HostTensor) -> Vec<HostTensor> {
 }
 
 fn json(output: &Output) -> serde_json::Value {
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&output.stdout)))
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&output.stdout)))
 }
 
 #[test]
@@ -170,7 +175,8 @@ fn reads_inputs_and_compares_with_expected_outputs() {
     npy::write(&io.join("arg1.npy"), &HostTensor::zeros(spec(ElementType::I64, &[3]))).unwrap();
     let out = fixture.run(&["--inputs", io_path], &[]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("holds tensor<3xi64>, but argument 1 of the step is tensor<3xi32>"));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("holds tensor<3xi64>, but argument 1 of the step is tensor<3xi32>"));
 }
 
 #[test]
@@ -188,7 +194,11 @@ fn a_failing_launch_fails_the_run_with_the_cuda_error() {
 #[test]
 fn missing_libraries_and_devices_are_errors() {
     let Some(fixture) = Fixture::build("missing") else { return };
-    let out = Command::new(RUNNER).arg(fixture.path("no-such-step.so")).env("LD_LIBRARY_PATH", &fixture.dir).output().unwrap();
+    let out = Command::new(RUNNER)
+        .arg(fixture.path("no-such-step.so"))
+        .env("LD_LIBRARY_PATH", &fixture.dir)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-step.so: could not load"));
     let out = fixture.run(&["--device", "3"], &[]);
@@ -198,10 +208,16 @@ fn missing_libraries_and_devices_are_errors() {
     let elsewhere = fixture.dir.join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
     std::fs::copy(fixture.dir.join("step.so"), elsewhere.join("copy.so")).unwrap();
-    let out = Command::new(RUNNER).args(["copy.so", "--repeat", "1"]).current_dir(&elsewhere).env("LD_LIBRARY_PATH", &fixture.dir).output().unwrap();
+    let out = Command::new(RUNNER)
+        .args(["copy.so", "--repeat", "1"])
+        .current_dir(&elsewhere)
+        .env("LD_LIBRARY_PATH", &fixture.dir)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     // A library that is not a step.
-    let out = Command::new(RUNNER).arg(fixture.path("libcuda.so")).env("LD_LIBRARY_PATH", &fixture.dir).output().unwrap();
+    let out =
+        Command::new(RUNNER).arg(fixture.path("libcuda.so")).env("LD_LIBRARY_PATH", &fixture.dir).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a step library"));
 }

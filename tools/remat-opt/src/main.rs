@@ -33,7 +33,11 @@ enum Emit {
 }
 
 #[derive(Parser, Debug)]
-#[command(name = "remat-opt", version, about = "Plan which activations to keep or recompute in an MLIR training step, and rewrite it to the plan.")]
+#[command(
+    name = "remat-opt",
+    version,
+    about = "Plan which activations to keep or recompute in an MLIR training step, and rewrite it to the plan."
+)]
 struct Cli {
     /// Input file: MLIR (linalg-on-tensors or StableHLO), graph JSON or a DTR operator log (JSON lines); `-` for stdin.
     #[arg(default_value = "-")]
@@ -232,7 +236,9 @@ fn lowering_target(cli: &Cli) -> Result<Option<remat_lower::Target>, Failure> {
             let toolkit = cli.cuda_path.clone().or_else(remat_lower::find_cuda_toolkit);
             let format = match &cli.gpu_format {
                 Some(f) => f.parse().map_err(fail)?,
-                None if cli.emit != Emit::Ptx && toolkit.as_deref().is_some_and(remat_lower::gpu_target::has_ptxas) => remat_lower::GpuFormat::Cubin,
+                None if cli.emit != Emit::Ptx && toolkit.as_deref().is_some_and(remat_lower::gpu_target::has_ptxas) => {
+                    remat_lower::GpuFormat::Cubin
+                }
                 None => remat_lower::GpuFormat::Ptx,
             };
             let options = remat_lower::GpuOptions { chip: cli.gpu_chip.clone(), format, toolkit };
@@ -250,8 +256,10 @@ fn lower_and_emit(cli: &Cli, context: &RematContext, module: &mut melior::ir::Mo
     let mut signature = None;
     if let Some(target) = &target {
         if cli.emit == Emit::Library {
-            let function = remat_mlir::select_function_name(module, cli.function.as_deref()).map_err(|e| Failure(vec![e.to_string()]))?;
-            signature = Some(remat_lower::signature(module, &function).map_err(|e| Failure(vec![format!("error: {e}")]))?);
+            let function = remat_mlir::select_function_name(module, cli.function.as_deref())
+                .map_err(|e| Failure(vec![e.to_string()]))?;
+            signature =
+                Some(remat_lower::signature(module, &function).map_err(|e| Failure(vec![format!("error: {e}")]))?);
         }
         remat_lower::lower_to_llvm(context, module, target).map_err(|ds| {
             let mut lines: Vec<String> = ds.iter().map(ToString::to_string).collect();
@@ -261,7 +269,9 @@ fn lower_and_emit(cli: &Cli, context: &RematContext, module: &mut melior::ir::Mo
         })?;
     }
     match cli.emit {
-        Emit::Ptx => remat_lower::gpu_target::ptx_listing(module).map(String::into_bytes).map_err(|e| Failure(vec![format!("error: {e}")])),
+        Emit::Ptx => remat_lower::gpu_target::ptx_listing(module)
+            .map(String::into_bytes)
+            .map_err(|e| Failure(vec![format!("error: {e}")])),
         Emit::Library => {
             let signature = signature.expect("--emit=library is checked to come with --lower=gpu");
             remat_lower::library::shared_library(module, &signature).map_err(|e| Failure(vec![format!("error: {e}")]))
@@ -283,7 +293,10 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     }
     let target = lowering_target(cli)?;
     if target.is_some() && matches!(cli.emit, Emit::GraphJson | Emit::ScheduleJson) {
-        return Err(Failure(vec!["error: --lower writes a module; it cannot be combined with --emit=graph-json or --emit=schedule-json".into()]));
+        return Err(Failure(vec![
+            "error: --lower writes a module; it cannot be combined with --emit=graph-json or --emit=schedule-json"
+                .into(),
+        ]));
     }
     if matches!(cli.emit, Emit::Ptx | Emit::Library) && !matches!(target, Some(remat_lower::Target::Gpu(_))) {
         return Err(Failure(vec!["error: --emit=ptx and --emit=library need --lower=gpu".into()]));
@@ -320,7 +333,8 @@ fn run(cli: &Cli) -> Result<(), Failure> {
             write_atomically(path, table.to_csv().as_bytes()).map_err(|e| error(&path.display().to_string(), e))?;
         }
         if let Some(path) = &cli.sweep_svg {
-            write_atomically(path, table.to_svg(function).as_bytes()).map_err(|e| error(&path.display().to_string(), e))?;
+            write_atomically(path, table.to_svg(function).as_bytes())
+                .map_err(|e| error(&path.display().to_string(), e))?;
         }
     }
     if cli.report {
@@ -417,7 +431,10 @@ fn sweep_request(cli: &Cli) -> Result<Option<SweepRequest>, String> {
                 let number = p.trim().trim_end_matches('%').trim();
                 match number.parse::<f64>() {
                     Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-                    _ => Err(format!("invalid --sweep percentage '{}' (expected positive percentages such as 100,80,60)", p.trim())),
+                    _ => Err(format!(
+                        "invalid --sweep percentage '{}' (expected positive percentages such as 100,80,60)",
+                        p.trim()
+                    )),
                 }
             })
             .collect::<Result<Vec<f64>, String>>()?,
@@ -428,8 +445,12 @@ fn sweep_request(cli: &Cli) -> Result<Option<SweepRequest>, String> {
             .split(',')
             .map(|name| {
                 let name = name.trim();
-                remat_planners::strategy(name)
-                    .ok_or_else(|| format!("unknown strategy '{name}' in --sweep-strategies (available: {})", remat_planners::strategy_names()))
+                remat_planners::strategy(name).ok_or_else(|| {
+                    format!(
+                        "unknown strategy '{name}' in --sweep-strategies (available: {})",
+                        remat_planners::strategy_names()
+                    )
+                })
             })
             .collect::<Result<Vec<_>, String>>()?,
     };
@@ -471,7 +492,17 @@ fn split_input(text: &str) -> Vec<(usize, &str)> {
 /// line numbers, before the JSON parser sees them.
 fn blank_line_comments(text: &str) -> String {
     text.split_inclusive('\n')
-        .map(|l| if l.trim_start().starts_with("//") { if l.ends_with('\n') { "\n" } else { "" } } else { l })
+        .map(|l| {
+            if l.trim_start().starts_with("//") {
+                if l.ends_with('\n') {
+                    "\n"
+                } else {
+                    ""
+                }
+            } else {
+                l
+            }
+        })
         .collect()
 }
 
@@ -480,14 +511,22 @@ fn looks_like_json(text: &str) -> bool {
 }
 
 /// Plans one input (one part with `--split-input-file`), or sweeps it under `--sweep`.
-fn process(cli: &Cli, options: &RematOptions, sweep: Option<&SweepRequest>, text: &str, source_name: &str, line_offset: usize) -> Result<Processed, Failure> {
+fn process(
+    cli: &Cli,
+    options: &RematOptions,
+    sweep: Option<&SweepRequest>,
+    text: &str,
+    source_name: &str,
+    line_offset: usize,
+) -> Result<Processed, Failure> {
     if looks_like_json(text) {
         return process_graph_json(cli, options, sweep, text, source_name, line_offset);
     }
     let context = RematContext::new();
     // Pad so that diagnostics in a split part point at lines of the whole file.
     let padded = format!("{}{text}", "\n".repeat(line_offset));
-    let mut module = context.parse(&padded, source_name).map_err(|ds| Failure(ds.iter().map(ToString::to_string).collect()))?;
+    let mut module =
+        context.parse(&padded, source_name).map_err(|ds| Failure(ds.iter().map(ToString::to_string).collect()))?;
     if let Some(pipeline) = &cli.pass_pipeline {
         remat_pass::register_remat_pass();
         remat_lower::register_lowering_passes();
@@ -516,14 +555,22 @@ fn process(cli: &Cli, options: &RematOptions, sweep: Option<&SweepRequest>, text
     }
     let location = imported.location().unwrap_or_else(|| source_name.to_string());
     if let Some(request) = sweep {
-        return run_sweep(request, options, &imported.name, &imported.graph, &imported.order).map_err(|e| error(&location, e));
+        return run_sweep(request, options, &imported.name, &imported.graph, &imported.order)
+            .map_err(|e| error(&location, e));
     }
     let planned = plan_function(imported, options).map_err(|e| error(&location, e))?;
     let out = match cli.emit {
         Emit::GraphJson => graph_json(&planned.imported.graph, &planned.imported.name).into_bytes(),
-        Emit::ScheduleJson => json::write_schedule(&planned.imported.name, &options.strategy, &planned.plan.schedule, &planned.plan.details.transfers).into_bytes(),
+        Emit::ScheduleJson => json::write_schedule(
+            &planned.imported.name,
+            &options.strategy,
+            &planned.plan.schedule,
+            &planned.plan.details.transfers,
+        )
+        .into_bytes(),
         Emit::Mlir | Emit::Ptx | Emit::Library => {
-            remat_mlir::apply_plan(&planned.imported, &planned.plan.schedule, &planned.plan.details.transfers).map_err(|e| error(&location, e))?;
+            remat_mlir::apply_plan(&planned.imported, &planned.plan.schedule, &planned.plan.details.transfers)
+                .map_err(|e| error(&location, e))?;
             context.verify(&module).map_err(|ds| {
                 let mut lines: Vec<String> = ds.iter().map(ToString::to_string).collect();
                 lines.push(format!("{location}: error: internal error: the rewritten module does not verify"));
@@ -551,9 +598,20 @@ fn pipeline_parse_error(pipeline: &str, error: &melior::Error) -> Vec<String> {
 }
 
 /// Sweeps one function: the table to print, and the sweep for the CSV and SVG files.
-fn run_sweep(request: &SweepRequest, options: &RematOptions, function: &str, graph: &Graph, order: &[NodeId]) -> Result<Processed, String> {
-    let table = sweep::sweep(graph, order, &request.percents, &request.strategies, &options.planner).map_err(|e| e.to_string())?;
-    Ok(Processed { output: table.to_table(function, false).into_bytes(), report: None, sweep: Some((function.to_string(), table)) })
+fn run_sweep(
+    request: &SweepRequest,
+    options: &RematOptions,
+    function: &str,
+    graph: &Graph,
+    order: &[NodeId],
+) -> Result<Processed, String> {
+    let table = sweep::sweep(graph, order, &request.percents, &request.strategies, &options.planner)
+        .map_err(|e| e.to_string())?;
+    Ok(Processed {
+        output: table.to_table(function, false).into_bytes(),
+        report: None,
+        sweep: Some((function.to_string(), table)),
+    })
 }
 
 fn graph_json(graph: &Graph, function: &str) -> String {
@@ -569,10 +627,13 @@ fn process_graph_json(
     line_offset: usize,
 ) -> Result<Processed, Failure> {
     let text = &blank_line_comments(text);
-    let stem = || Path::new(source_name).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "graph".into());
+    let stem = || {
+        Path::new(source_name).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "graph".into())
+    };
     // A DTR operator log (App. C.6) carries its own program order; graph JSON does not.
     let (graph, order, function) = if remat_graph::looks_like_dtr_log(text) {
-        let (graph, order) = remat_graph::read_dtr_log(text).map_err(|e| error(&format!("{source_name}:{}:1", e.line + line_offset), &e.message))?;
+        let (graph, order) = remat_graph::read_dtr_log(text)
+            .map_err(|e| error(&format!("{source_name}:{}:1", e.line + line_offset), &e.message))?;
         (graph, order, stem())
     } else {
         let graph = json::read_graph(text).map_err(|e| match e.line_col {
@@ -589,11 +650,19 @@ fn process_graph_json(
     if let Some(request) = sweep {
         return run_sweep(request, options, &function, &graph, &order).map_err(|e| error(source_name, e));
     }
-    let (plan, report) = remat_pass::plan_graph(&function, &graph, &order, options).map_err(|e| error(source_name, e))?;
+    let (plan, report) =
+        remat_pass::plan_graph(&function, &graph, &order, options).map_err(|e| error(source_name, e))?;
     let out = match cli.emit {
         Emit::GraphJson => graph_json(&graph, &function).into_bytes(),
-        Emit::ScheduleJson => json::write_schedule(&function, &report.strategy, &plan.schedule, &plan.details.transfers).into_bytes(),
-        Emit::Mlir | Emit::Ptx | Emit::Library => return Err(error(source_name, "a graph JSON or DTR log input has no IR to rewrite; use --emit=schedule-json or --emit=graph-json")),
+        Emit::ScheduleJson => {
+            json::write_schedule(&function, &report.strategy, &plan.schedule, &plan.details.transfers).into_bytes()
+        }
+        Emit::Mlir | Emit::Ptx | Emit::Library => {
+            return Err(error(
+                source_name,
+                "a graph JSON or DTR log input has no IR to rewrite; use --emit=schedule-json or --emit=graph-json",
+            ))
+        }
     };
     Ok(Processed { output: out, report: Some(report), sweep: None })
 }

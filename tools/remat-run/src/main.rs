@@ -16,7 +16,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 #[derive(Parser, Debug)]
-#[command(name = "remat-run", version, about = "Run a training step on the CPU with seeded inputs; measure its peak memory; compare its outputs with the original's.")]
+#[command(
+    name = "remat-run",
+    version,
+    about = "Run a training step on the CPU with seeded inputs; measure its peak memory; compare its outputs with the original's."
+)]
 struct Cli {
     /// The step: MLIR (linalg-on-tensors, possibly rewritten by remat-opt) or a module lowered
     /// by `remat-opt --lower=cpu`.
@@ -91,20 +95,28 @@ struct Measured {
 /// from the signature when None).
 fn measure(cli: &Cli, path: &Path, inputs: &mut Option<Vec<HostTensor>>) -> Result<Measured, Failure> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| Failure(vec![format!("{name}: error: could not read: {e}")]))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| Failure(vec![format!("{name}: error: could not read: {e}")]))?;
     let context = RematContext::new();
     let mut module = context.parse(&text, &name).map_err(|ds| Failure(ds.iter().map(ToString::to_string).collect()))?;
     let start = Instant::now();
-    let lowered = !remat_mlir::ir::block_ops(module.body().to_raw()).into_iter().any(|op| remat_mlir::ir::op_name(op) == "func.func");
+    let lowered = !remat_mlir::ir::block_ops(module.body().to_raw())
+        .into_iter()
+        .any(|op| remat_mlir::ir::op_name(op) == "func.func");
     let function = if lowered {
         match &cli.function {
             Some(f) => f.clone(),
-            None => lowered_entry(&module).ok_or_else(|| Failure(vec![format!("{name}: error: no function with a remat.signature attribute; name one with --function")]))?,
+            None => lowered_entry(&module).ok_or_else(|| {
+                Failure(vec![format!(
+                    "{name}: error: no function with a remat.signature attribute; name one with --function"
+                )])
+            })?,
         }
     } else {
         remat_mlir::select_function_name(&module, cli.function.as_deref()).map_err(|e| Failure(vec![e.to_string()]))?
     };
-    let signature = remat_lower::signature(&module, &function).map_err(|e| Failure(vec![format!("{name}: error: {e}")]))?;
+    let signature =
+        remat_lower::signature(&module, &function).map_err(|e| Failure(vec![format!("{name}: error: {e}")]))?;
     if !lowered {
         remat_lower::lower_to_llvm(&context, &mut module, &Target::Cpu).map_err(|ds| {
             let mut lines: Vec<String> = ds.iter().map(ToString::to_string).collect();
@@ -112,7 +124,8 @@ fn measure(cli: &Cli, path: &Path, inputs: &mut Option<Vec<HostTensor>>) -> Resu
             Failure(lines)
         })?;
     }
-    let jit = remat_lower::Jit::new(&module, cli.opt_level).map_err(|e| Failure(vec![format!("{name}: error: {e}")]))?;
+    let jit =
+        remat_lower::Jit::new(&module, cli.opt_level).map_err(|e| Failure(vec![format!("{name}: error: {e}")]))?;
     let entry = jit.entry(&function).map_err(|e| Failure(vec![format!("{name}: error: {e}")]))?;
     let compile_seconds = start.elapsed().as_secs_f64();
 
@@ -122,11 +135,14 @@ fn measure(cli: &Cli, path: &Path, inputs: &mut Option<Vec<HostTensor>>) -> Resu
     });
     let given: Vec<_> = inputs.iter().map(|t| t.spec.clone()).collect();
     if given != signature.inputs {
-        return Err(Failure(vec![format!("{name}: error: '{function}' takes different arguments than the step it is compared with")]));
+        return Err(Failure(vec![format!(
+            "{name}: error: '{function}' takes different arguments than the step it is compared with"
+        )]));
     }
     // A step may write into its arguments: run on a copy so both steps see the same inputs.
     let mut copies = inputs.clone();
-    let run = unsafe { remat_runtime::call_step(entry, &mut copies, &signature.results, cli.trace_allocs) }.map_err(|e| Failure(vec![format!("{name}: error: {e}")]))?;
+    let run = unsafe { remat_runtime::call_step(entry, &mut copies, &signature.results, cli.trace_allocs) }
+        .map_err(|e| Failure(vec![format!("{name}: error: {e}")]))?;
     drop(jit);
     Ok(Measured { signature, run, compile_seconds })
 }
@@ -206,19 +222,26 @@ fn run(cli: &Cli) -> Result<bool, Failure> {
 fn table(cli: &Cli, step: &Measured, original: Option<&Measured>, outputs_match: Option<bool>) -> String {
     let c = &step.run.counts;
     let mut rows = vec![
-        ("function".to_string(), format!("@{} ({} inputs, seed {})", step.signature.function, step.signature.inputs.len(), cli.seed)),
+        (
+            "function".to_string(),
+            format!("@{} ({} inputs, seed {})", step.signature.function, step.signature.inputs.len(), cli.seed),
+        ),
         ("peak_bytes".into(), format!("{} ({})", c.peak_bytes, human(c.peak_bytes))),
         ("live at exit".into(), format!("{} (the outputs)", c.live_bytes)),
         ("allocations".into(), format!("{} ({} freed)", c.allocations, c.frees)),
     ];
     if c.host_allocations > 0 {
-        rows.push(("host peak".into(), format!("{} ({}), {} host allocations", c.host_peak_bytes, human(c.host_peak_bytes), c.host_allocations)));
+        rows.push((
+            "host peak".into(),
+            format!("{} ({}), {} host allocations", c.host_peak_bytes, human(c.host_peak_bytes), c.host_allocations),
+        ));
     }
-    rows.extend([
-        ("seconds".into(), format!("{:.6} (compile {:.2})", step.run.seconds, step.compile_seconds)),
-    ]);
+    rows.extend([("seconds".into(), format!("{:.6} (compile {:.2})", step.run.seconds, step.compile_seconds))]);
     if let Some(o) = original {
-        rows.push(("original peak".into(), format!("{} ({})", o.run.counts.peak_bytes, human(o.run.counts.peak_bytes))));
+        rows.push((
+            "original peak".into(),
+            format!("{} ({})", o.run.counts.peak_bytes, human(o.run.counts.peak_bytes)),
+        ));
         rows.push(("original seconds".into(), format!("{:.6}", o.run.seconds)));
     }
     let outputs = match outputs_match {

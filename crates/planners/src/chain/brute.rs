@@ -53,7 +53,18 @@ pub(crate) fn random_chain(rng: &mut Rng, l: usize) -> Chain {
             }
         })
         .collect();
-    Chain { a0: rng.range(1, 3), delta0: rng.range(0, 2), stages, loss: Loss { u_f: rng.range(0, 1) as f64, u_b: rng.range(1, 2) as f64, a_bar: rng.range(0, 1), of: 0, ob: rng.range(0, 1) } }
+    Chain {
+        a0: rng.range(1, 3),
+        delta0: rng.range(0, 2),
+        stages,
+        loss: Loss {
+            u_f: rng.range(0, 1) as f64,
+            u_b: rng.range(1, 2) as f64,
+            a_bar: rng.range(0, 1),
+            of: 0,
+            ob: rng.range(0, 1),
+        },
+    }
 }
 
 const NONE: u8 = 0;
@@ -69,7 +80,11 @@ struct Seg {
 }
 
 /// Every persistent schedule of the backward of `[i..=j]` from Ix_i and δ_j.
-fn persistent_schedules(i: usize, j: usize, memo: &mut HashMap<(usize, usize), Rc<Vec<Vec<ChainOp>>>>) -> Rc<Vec<Vec<ChainOp>>> {
+fn persistent_schedules(
+    i: usize,
+    j: usize,
+    memo: &mut HashMap<(usize, usize), Rc<Vec<Vec<ChainOp>>>>,
+) -> Rc<Vec<Vec<ChainOp>>> {
     if let Some(v) = memo.get(&(i, j)) {
         return v.clone();
     }
@@ -118,7 +133,17 @@ struct Search<'c> {
 
 impl<'c> Search<'c> {
     fn new(chain: &'c Chain, budget: u64, beta: Option<f64>, window: bool) -> Self {
-        Search { chain, budget, beta, l: chain.len(), window, best: f64::INFINITY, prune: true, schedules: HashMap::new(), leaves: 0 }
+        Search {
+            chain,
+            budget,
+            beta,
+            l: chain.len(),
+            window,
+            best: f64::INFINITY,
+            prune: true,
+            schedules: HashMap::new(),
+            leaves: 0,
+        }
     }
 
     fn cut(&self, sim: &Simulator<'c>) -> bool {
@@ -370,7 +395,13 @@ pub(crate) fn remat_dijkstra(chain: &Chain, budget: u64) -> Option<(f64, Vec<Cha
                 if discard {
                     nk = set(nk, k - 1, 0);
                 }
-                let op = if out == 2 { ChainOp::FAll(k) } else if discard { ChainOp::FNone(k) } else { ChainOp::FCk(k) };
+                let op = if out == 2 {
+                    ChainOp::FAll(k)
+                } else if discard {
+                    ChainOp::FNone(k)
+                } else {
+                    ChainOp::FCk(k)
+                };
                 next.push((nk, chain.uf(k), op));
             }
         }
@@ -478,7 +509,9 @@ mod tests {
                                     }
                                 }
                             }
-                            _ => panic!("L={l} budget={budget} beta={beta:?}: DP {dp:?} vs brute force {bf:?}\n{chain:?}"),
+                            _ => panic!(
+                                "L={l} budget={budget} beta={beta:?}: DP {dp:?} vs brute force {bf:?}\n{chain:?}"
+                            ),
                         }
                     }
                 }
@@ -536,7 +569,9 @@ mod tests {
                             }
                         }
                         (None, Some(_)) => gaps += 1,
-                        (Some(_), None) => panic!("L={l} budget={budget}: the exhaustive search misses the DP's schedule"),
+                        (Some(_), None) => {
+                            panic!("L={l} budget={budget}: the exhaustive search misses the DP's schedule")
+                        }
                     }
                 }
             }

@@ -124,11 +124,21 @@ fn measured(chain: &Chain, ops: Vec<ChainOp>, budget: u64, beta: Option<f64>) ->
 }
 
 /// [`solve`]'s operations and the DP's own value of their makespan.
-pub(crate) fn solve_value(chain: &Chain, budget: u64, beta: Option<f64>, mem_slots: Option<usize>) -> Option<(Vec<ChainOp>, f64)> {
+pub(crate) fn solve_value(
+    chain: &Chain,
+    budget: u64,
+    beta: Option<f64>,
+    mem_slots: Option<usize>,
+) -> Option<(Vec<ChainOp>, f64)> {
     chain.check().ok()?;
     let u = Units::new(chain, budget, beta, mem_slots);
     let rotor = Rotor::new(&u);
-    let mut oc = TopLevel { u: &u, rotor: &rotor, memo: HashMap::default(), bounds: vec![f64::NAN; (u.l + 2) * 2 * (u.m.max(0) as usize + 1)] };
+    let mut oc = TopLevel {
+        u: &u,
+        rotor: &rotor,
+        memo: HashMap::default(),
+        bounds: vec![f64::NAN; (u.l + 2) * 2 * (u.m.max(0) as usize + 1)],
+    };
     let value = oc.oc(1, 0, 0, 0, 0, false);
     if !value.is_finite() {
         return None;
@@ -382,7 +392,14 @@ fn pack(i: usize, x: u8, a: i64, s: i64, r: i64, p: bool) -> u64 {
 }
 
 fn unpack(k: u64) -> (usize, u8, i64, i64, i64, bool) {
-    ((k >> 48) as usize, ((k >> 47) & 1) as u8, ((k >> 31) & 0x7fff) as i64, ((k >> 16) & 0x7fff) as i64, (k & 0xffff) as i64, (k >> 46) & 1 == 1)
+    (
+        (k >> 48) as usize,
+        ((k >> 47) & 1) as u8,
+        ((k >> 31) & 0x7fff) as i64,
+        ((k >> 16) & 0x7fff) as i64,
+        (k & 0xffff) as i64,
+        (k >> 46) & 1 == 1,
+    )
 }
 
 /// A small multiplicative hasher for the memo's `u64` keys.
@@ -420,7 +437,9 @@ impl Forward {
     /// Earliest start ≥ `t0` at which `alloc` fits under `m`.
     fn fit(&self, t0: f64, alloc: i64, m: i64) -> Option<f64> {
         let [(t_a, b_a), (t_b, b_b)] = self.events;
-        let resident = |t: f64| self.fixed + self.out + if t_a > t + 1e-9 { b_a } else { 0 } + if t_b > t + 1e-9 { b_b } else { 0 };
+        let resident = |t: f64| {
+            self.fixed + self.out + if t_a > t + 1e-9 { b_a } else { 0 } + if t_b > t + 1e-9 { b_b } else { 0 }
+        };
         if resident(t0) + alloc <= m {
             return Some(t0);
         }
@@ -528,7 +547,11 @@ impl TopLevel<'_> {
                 (t0, Forward { fixed: a + ix, out: 0, events: [(0.0, 0); 2], t: t0 }, t0 + ix as f64 / bu)
             } else {
                 let c_old = if r > 0 { r as f64 / bu } else { 0.0 };
-                (0.0, Forward { fixed: a + ix, out: 0, events: [(c_old, if r > 0 { s } else { 0 }), (0.0, 0)], t: 0.0 }, 0.0)
+                (
+                    0.0,
+                    Forward { fixed: a + ix, out: 0, events: [(c_old, if r > 0 { s } else { 0 }), (0.0, 0)], t: 0.0 },
+                    0.0,
+                )
             };
             let modes: &[u8] = if offload { &[OWN, OVERLAP] } else { &[NO_OFFLOAD] };
             let a_next = if offload { a } else { a + ix };
@@ -572,7 +595,8 @@ impl TopLevel<'_> {
                         let child = self.oc(i + 1, 1, a_next, s1, r1, p1);
                         let val = fw.t + child + own + u.ub[i] + wait;
                         if val < best.val {
-                            best = Entry { val, all: true, j: i as u32, mode, child: pack(i + 1, 1, a_next, s1, r1, p1) };
+                            best =
+                                Entry { val, all: true, j: i as u32, mode, child: pack(i + 1, 1, a_next, s1, r1, p1) };
                         }
                     }
                 }
@@ -676,7 +700,12 @@ mod tests {
     /// Three unit stages behind a large input a_0 (4 bytes): keeping everything needs 9 bytes
     /// (at B_3: a_0, ā_1..ā_3, δ_3 and the new δ_2).
     fn big_input_chain() -> Chain {
-        Chain { a0: 4, delta0: 0, stages: vec![stage(1, 1, 1, 1.0, 1.0); 3], loss: Loss { u_f: 0.0, u_b: 0.0, a_bar: 0, of: 0, ob: 0 } }
+        Chain {
+            a0: 4,
+            delta0: 0,
+            stages: vec![stage(1, 1, 1, 1.0, 1.0); 3],
+            loss: Loss { u_f: 0.0, u_b: 0.0, a_bar: 0, of: 0, ob: 0 },
+        }
     }
 
     /// Test 4: offloading a_0 during F_1 and prefetching it alongside B_2 hides the
@@ -692,7 +721,10 @@ mod tests {
         assert_eq!(with_link.makespan, ideal);
         assert!(with_link.peak <= 8);
         use ChainOp::*;
-        assert_eq!(with_link.ops, vec![Offload(0), FAll(1), FAll(2), FAll(3), FAll(4), B(4), B(3), Prefetch(0), B(2), B(1)]);
+        assert_eq!(
+            with_link.ops,
+            vec![Offload(0), FAll(1), FAll(2), FAll(3), FAll(4), B(4), B(3), Prefetch(0), B(2), B(1)]
+        );
         // A slower link: the transfers are no longer hidden, yet better than recomputing.
         let slow = solve(&chain, 8, Some(2.0), None).unwrap();
         assert!(slow.makespan > ideal && slow.makespan <= remat.makespan, "{slow:?} vs {remat:?}");
@@ -715,7 +747,12 @@ mod tests {
     #[test]
     fn chain_remat_only_by_hand() {
         // a_0 = 1, three stages of a = ā = 1, δ = 1, u_F = 1, u_B = 2; the loss is free.
-        let chain = Chain { a0: 1, delta0: 1, stages: vec![stage(1, 1, 1, 1.0, 2.0); 3], loss: Loss { u_f: 0.0, u_b: 0.0, a_bar: 0, of: 0, ob: 0 } };
+        let chain = Chain {
+            a0: 1,
+            delta0: 1,
+            stages: vec![stage(1, 1, 1, 1.0, 2.0); 3],
+            loss: Loss { u_f: 0.0, u_b: 0.0, a_bar: 0, of: 0, ob: 0 },
+        };
         // Everything: a_0 + ā_1..ā_3 + δ_3 + δ_2 = 6 at B_3.
         let all = solve_remat_only(&chain, 6, None).unwrap();
         assert_eq!(all.makespan, 9.0);
@@ -750,7 +787,10 @@ mod tests {
         big.loss.of = 1;
         let u = Units::new(&big, 8 << 20, None, None);
         let unit = (8u64 << 20).div_ceil(DEFAULT_SLOTS as u64);
-        assert_eq!((u.m, u.a[0], u.a[1]), (((8u64 << 20) / unit) as i64, (4u64 << 20).div_ceil(unit) as i64, (1u64 << 20).div_ceil(unit) as i64));
+        assert_eq!(
+            (u.m, u.a[0], u.a[1]),
+            (((8u64 << 20) / unit) as i64, (4u64 << 20).div_ceil(unit) as i64, (1u64 << 20).div_ceil(unit) as i64)
+        );
         assert!(u.m as usize <= DEFAULT_SLOTS);
     }
 

@@ -120,7 +120,8 @@ impl ChainView {
         // chains. They stay resident in the memory model, which the planner measures with.
         let mut from_constants = vec![false; graph.len()];
         for &v in order {
-            from_constants[v.index()] = graph.node(v).pure && graph.preds(v).iter().all(|p| !graph.node(*p).argument && from_constants[p.index()]);
+            from_constants[v.index()] = graph.node(v).pure
+                && graph.preds(v).iter().all(|p| !graph.node(*p).argument && from_constants[p.index()]);
         }
         // last_read[i]: the last forward position reading the value at position i (values that
         // hold no memory, constants and views of arguments, may cross any cut too).
@@ -131,7 +132,14 @@ impl ChainView {
                 if stored_bytes(graph, v) == 0 || from_constants[v.index()] {
                     return i;
                 }
-                graph.succs(v).iter().filter(|s| part.contains[s.index()]).map(|s| position[s.index()]).max().unwrap_or(i).max(i)
+                graph
+                    .succs(v)
+                    .iter()
+                    .filter(|s| part.contains[s.index()])
+                    .map(|s| position[s.index()])
+                    .max()
+                    .unwrap_or(i)
+                    .max(i)
             })
             .collect();
         // Cut after position i when everything before i is read no later than i.
@@ -181,7 +189,11 @@ impl ChainView {
         let mut stored = Vec::new();
         for k in 0..stages - 1 {
             let cut = *groups[k].last().expect("stages are not empty");
-            stored.push(std::iter::once(cut).chain(groups[k].iter().copied().filter(|&v| v != cut && read_backward(v))).collect());
+            stored.push(
+                std::iter::once(cut)
+                    .chain(groups[k].iter().copied().filter(|&v| v != cut && read_backward(v)))
+                    .collect(),
+            );
             let a = stored_bytes(graph, cut);
             let kept: u64 = groups[k].iter().filter(|&&v| v != cut && read_backward(v)).map(|&v| bytes(v)).sum();
             let all: u64 = groups[k].iter().map(|&v| bytes(v)).sum();
@@ -193,7 +205,15 @@ impl ChainView {
                 .map(|&x| bytes(x))
                 .sum();
             let back: u64 = backward[k].iter().map(|&v| bytes(v)).sum();
-            chain_stages.push(Stage { u_f: cost(&groups[k]), u_b: cost(&backward[k]), a, a_bar: a + kept, delta, of: all.saturating_sub(a), ob: back });
+            chain_stages.push(Stage {
+                u_f: cost(&groups[k]),
+                u_b: cost(&backward[k]),
+                a,
+                a_bar: a + kept,
+                delta,
+                of: all.saturating_sub(a),
+                ob: back,
+            });
         }
         let last = stages - 1;
         let loss = Loss {
@@ -308,7 +328,11 @@ fn merge_stages(graph: &Graph, mut groups: Vec<Vec<NodeId>>, limit: usize) -> Ve
     let cost = |g: &[NodeId]| g.iter().map(|&v| graph.node(v).cost).sum::<f64>();
     while groups.len() > limit.max(2) {
         let pairs = groups.len() - 2; // pairs among stages 1..=L (the loss stays alone)
-        let k = (0..pairs).min_by(|&a, &b| (cost(&groups[a]) + cost(&groups[a + 1])).total_cmp(&(cost(&groups[b]) + cost(&groups[b + 1])))).unwrap();
+        let k = (0..pairs)
+            .min_by(|&a, &b| {
+                (cost(&groups[a]) + cost(&groups[a + 1])).total_cmp(&(cost(&groups[b]) + cost(&groups[b + 1])))
+            })
+            .unwrap();
         let next = groups.remove(k + 1);
         groups[k].extend(next);
     }
@@ -333,7 +357,13 @@ impl ChainRemat {
     /// `budget` (bisection: the chain's memory terms only approximate the memory model, in
     /// both directions), with offloading at β = `beta` or rematerialization only. `None`
     /// when no DP budget gives a schedule within `budget`.
-    fn plan_at(view: &ChainView, graph: &Graph, budget: u64, beta: Option<f64>, mem_slots: Option<usize>) -> Option<LoweredPlan> {
+    fn plan_at(
+        view: &ChainView,
+        graph: &Graph,
+        budget: u64,
+        beta: Option<f64>,
+        mem_slots: Option<usize>,
+    ) -> Option<LoweredPlan> {
         let run = |dp_budget: u64| -> Option<LoweredPlan> {
             let plan = match beta {
                 Some(beta) => dp::solve(&view.chain, dp_budget, Some(beta), mem_slots)?,
@@ -390,7 +420,8 @@ impl Planner for ChainRemat {
             },
         };
         let remat_only = Self::plan_at(&view, graph, budget, None, options.mem_slots);
-        let offloading = options.beta().and_then(|beta| Self::plan_at(&view, graph, budget, Some(beta), options.mem_slots));
+        let offloading =
+            options.beta().and_then(|beta| Self::plan_at(&view, graph, budget, Some(beta), options.mem_slots));
         // With a link, the offloading plan when it fits (the DP's makespan already weighs its
         // transfers against recomputation), else rematerialization only.
         let remat_makespan = remat_only.as_ref().map_or(f64::NAN, |p| p.makespan);

@@ -95,7 +95,9 @@ impl fmt::Display for SimFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SimFailure::InvalidDependency(s) => write!(f, "invalid dependency: {s}"),
-            SimFailure::OverBudget { needed, budget } => write!(f, "over budget: needs {needed} bytes, budget {budget}"),
+            SimFailure::OverBudget { needed, budget } => {
+                write!(f, "over budget: needs {needed} bytes, budget {budget}")
+            }
             SimFailure::NoLink => write!(f, "no communication link (bandwidth 0)"),
             SimFailure::Incomplete => write!(f, "incomplete: δ_0 is never computed"),
         }
@@ -125,9 +127,14 @@ enum Form {
 enum Loc {
     Device,
     /// Offload listed: readable by readers starting no later than `end`; freed by `free`.
-    Leaving { end: f64, free: usize },
+    Leaving {
+        end: f64,
+        free: usize,
+    },
     /// Prefetch listed: resident, readable from `ready`.
-    Arriving { ready: f64 },
+    Arriving {
+        ready: f64,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -217,13 +224,25 @@ impl<'c> Simulator<'c> {
     /// Memory in use at `t` (every allocation so far happened at or before `t`), the frees in
     /// `pinned` not counted.
     fn usage(&self, t: f64, pinned: &[usize]) -> u64 {
-        let freed: u64 = self.frees.iter().enumerate().filter(|(k, f)| f.time <= t + EPS && !pinned.contains(k)).map(|(_, f)| f.bytes).sum();
+        let freed: u64 = self
+            .frees
+            .iter()
+            .enumerate()
+            .filter(|(k, f)| f.time <= t + EPS && !pinned.contains(k))
+            .map(|(_, f)| f.bytes)
+            .sum();
         self.allocated - freed
     }
 
     /// The earliest time ≥ `t0` at which `alloc` more bytes fit.
     fn fit(&self, t0: f64, alloc: u64, pinned: &[usize]) -> Result<(f64, u64), SimFailure> {
-        let mut times: Vec<f64> = self.frees.iter().enumerate().filter(|(k, f)| f.time > t0 + EPS && !pinned.contains(k)).map(|(_, f)| f.time).collect();
+        let mut times: Vec<f64> = self
+            .frees
+            .iter()
+            .enumerate()
+            .filter(|(k, f)| f.time > t0 + EPS && !pinned.contains(k))
+            .map(|(_, f)| f.time)
+            .collect();
         times.sort_by(f64::total_cmp);
         let mut least = u64::MAX;
         for t in std::iter::once(t0).chain(times) {
@@ -435,7 +454,12 @@ mod tests {
     #[test]
     fn chain_sim_waits_for_an_offload_to_free_memory() {
         let s = Stage { u_f: 1.0, u_b: 1.0, a: 2, a_bar: 2, delta: 1, of: 0, ob: 0 };
-        let chain = Chain { a0: 2, delta0: 0, stages: vec![s.clone(), s], loss: Loss { u_f: 1.0, u_b: 1.0, a_bar: 0, of: 0, ob: 0 } };
+        let chain = Chain {
+            a0: 2,
+            delta0: 0,
+            stages: vec![s.clone(), s],
+            loss: Loss { u_f: 1.0, u_b: 1.0, a_bar: 0, of: 0, ob: 0 },
+        };
         // Budget 4: F_ck^1 fits (a_0 + a_1); F_∅^2 needs a_0 + a_1 + a_2 = 6 until a_0's
         // offload (2 bytes at β = 1, [0, 2)) completes: it waits from 1 to 2 (Lemma 1), then
         // the loss runs [3, 4) and B_3 [4, 5).
@@ -464,7 +488,10 @@ mod tests {
         assert_eq!(reason(&[Offload(0)], Some(0.0)), SimFailure::NoLink);
         assert_eq!(reason(&[FAll(1), FAll(2)], None), SimFailure::Incomplete);
         // Consuming a value being offloaded.
-        assert!(matches!(reason(&[FAll(1), FAll(2), B(2), Offload(1), B(1)], Some(1.0)), SimFailure::InvalidDependency(_)));
+        assert!(matches!(
+            reason(&[FAll(1), FAll(2), B(2), Offload(1), B(1)], Some(1.0)),
+            SimFailure::InvalidDependency(_)
+        ));
         assert!(matches!(reason(&[Prefetch(0)], Some(1.0)), SimFailure::InvalidDependency(_)));
     }
 }

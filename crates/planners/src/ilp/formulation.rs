@@ -74,8 +74,10 @@ impl Problem {
         let unit = order.iter().map(|&v| graph.node(v).bytes).fold(0, gcd).max(1);
         let op = |v: &NodeId| (position[v.index()] != usize::MAX).then(|| position[v.index()]);
         let preds: Vec<Vec<usize>> = order.iter().map(|&v| graph.preds(v).iter().filter_map(op).collect()).collect();
-        let view_source: Vec<Option<usize>> = order.iter().map(|&v| graph.node(v).view_of.as_ref().and_then(op)).collect();
-        let mut readers: Vec<Vec<usize>> = order.iter().map(|&v| graph.succs(v).iter().filter_map(op).collect()).collect();
+        let view_source: Vec<Option<usize>> =
+            order.iter().map(|&v| graph.node(v).view_of.as_ref().and_then(op)).collect();
+        let mut readers: Vec<Vec<usize>> =
+            order.iter().map(|&v| graph.succs(v).iter().filter_map(op).collect()).collect();
         let mut pinned: Vec<bool> = order.iter().map(|&v| graph.node(v).output).collect();
         // A view comes after its source, so one backward sweep carries readers down chains.
         for v in (0..n).rev() {
@@ -132,7 +134,8 @@ impl Stages {
     /// Checkmate's stages with `block` nodes each (the paper: 1).
     pub fn fixed(n: usize, block: usize) -> Self {
         let block = block.max(1);
-        let blocks: Vec<(usize, usize)> = (0..n.div_ceil(block)).map(|t| (t * block, ((t + 1) * block).min(n))).collect();
+        let blocks: Vec<(usize, usize)> =
+            (0..n.div_ceil(block)).map(|t| (t * block, ((t + 1) * block).min(n))).collect();
         Stages { order: StageOrder::Fixed, blocks, block_of: (0..n).map(|i| i / block).collect() }
     }
     /// `stages` order-free stages.
@@ -220,7 +223,18 @@ impl<'p> Formulation<'p> {
                 }
             }
         }
-        let mut f = Formulation { problem, stages, goal, model, r, s, u: Vec::new(), active: vec![None; t_count], chains: Vec::new(), peak: None };
+        let mut f = Formulation {
+            problem,
+            stages,
+            goal,
+            model,
+            r,
+            s,
+            u: Vec::new(),
+            active: vec![None; t_count],
+            chains: Vec::new(),
+            peak: None,
+        };
         f.add_schedule_rows();
         f.add_memory_rows();
         f
@@ -357,7 +371,10 @@ impl<'p> Formulation<'p> {
                 let u = self.model.continuous(0.0, cap);
                 let mut terms = vec![(u, 1.0)];
                 if k == 0 {
-                    terms.extend((0..n).filter_map(|i| self.s[t][i].filter(|_| p.bytes[i] > 0).map(|c| (c, -(p.bytes[i] as f64)))));
+                    terms
+                        .extend((0..n).filter_map(|i| {
+                            self.s[t][i].filter(|_| p.bytes[i] > 0).map(|c| (c, -(p.bytes[i] as f64)))
+                        }));
                 } else {
                     terms.push((row_u[k - 1], -1.0));
                     terms.extend(frees[k - 1].iter().map(|&(b, c)| (c, b)));
@@ -414,7 +431,12 @@ impl<'p> Formulation<'p> {
         let mut steps = Vec::new();
         for t in 0..t_count {
             let (lo, hi) = self.stages.blocks[t];
-            let mut kept: Vec<bool> = (0..n).map(|i| present[i] && (keep[t][i] || (!p.pure[i] && last_reader[i] >= lo) || (t + 1 == t_count && p.pinned[i]))).collect();
+            let mut kept: Vec<bool> = (0..n)
+                .map(|i| {
+                    present[i]
+                        && (keep[t][i] || (!p.pure[i] && last_reader[i] >= lo) || (t + 1 == t_count && p.pinned[i]))
+                })
+                .collect();
             for v in 0..n {
                 if let Some(src) = p.view_source[v] {
                     if kept[v] && !kept[src] {
@@ -546,7 +568,13 @@ impl<'p> Formulation<'p> {
                 k += 1;
             }
             for i in 0..n {
-                let live = latest[i].is_some_and(|inst| if start[t] < schedule.len() { life.end[inst] >= start[t] } else { p.pinned[i] });
+                let live = latest[i].is_some_and(|inst| {
+                    if start[t] < schedule.len() {
+                        life.end[inst] >= start[t]
+                    } else {
+                        p.pinned[i]
+                    }
+                });
                 if live {
                     x[self.s[t][i]?] = 1.0;
                 }
@@ -584,7 +612,8 @@ impl<'p> Formulation<'p> {
                     }
                 }
             }
-            let mut u = (0..n).filter(|&i| self.s[t][i].is_some_and(|c| x[c] > 0.5)).map(|i| p.bytes[i] as f64).sum::<f64>();
+            let mut u =
+                (0..n).filter(|&i| self.s[t][i].is_some_and(|c| x[c] > 0.5)).map(|i| p.bytes[i] as f64).sum::<f64>();
             for k in 0..hi {
                 if k > 0 {
                     u -= freed_after[k - 1];

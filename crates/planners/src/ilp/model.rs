@@ -94,7 +94,14 @@ impl Model {
 
     /// Solves with HiGHS. `relax` drops integrality (the LP relaxation); `initial` is a
     /// feasible point to start from (a MIP warm start).
-    pub fn solve(&self, relax: bool, time_limit: f64, mip_gap: f64, initial: Option<&[f64]>, verbose: bool) -> Result<Solved, String> {
+    pub fn solve(
+        &self,
+        relax: bool,
+        time_limit: f64,
+        mip_gap: f64,
+        initial: Option<&[f64]>,
+        verbose: bool,
+    ) -> Result<Solved, String> {
         let started = std::time::Instant::now();
         let mut vars = ProblemVariables::new();
         let columns: Vec<Variable> = self
@@ -105,7 +112,8 @@ impl Model {
                 vars.add(if c.integer && !relax { v.integer() } else { v })
             })
             .collect();
-        let objective: Expression = self.columns.iter().zip(&columns).filter(|(c, _)| c.cost != 0.0).map(|(c, &v)| c.cost * v).sum();
+        let objective: Expression =
+            self.columns.iter().zip(&columns).filter(|(c, _)| c.cost != 0.0).map(|(c, &v)| c.cost * v).sum();
         let mut problem = vars.minimise(objective).using(good_lp::solvers::highs::highs);
         for row in &self.rows {
             let lhs: Expression = row.terms.iter().map(|&(j, a)| a * columns[j]).sum();
@@ -140,7 +148,11 @@ impl Model {
         let seconds = started.elapsed().as_secs_f64();
         let has_point = solved.primal_solution_status() == highs::HighsSolutionStatus::Feasible;
         let outcome = match status {
-            HighsModelStatus::Optimal | HighsModelStatus::ObjectiveBound | HighsModelStatus::ObjectiveTarget if has_point => Outcome::Optimal,
+            HighsModelStatus::Optimal | HighsModelStatus::ObjectiveBound | HighsModelStatus::ObjectiveTarget
+                if has_point =>
+            {
+                Outcome::Optimal
+            }
             HighsModelStatus::Infeasible | HighsModelStatus::UnboundedOrInfeasible => Outcome::Infeasible,
             HighsModelStatus::ReachedTimeLimit
             | HighsModelStatus::ReachedIterationLimit

@@ -144,7 +144,10 @@ unsafe fn obtain(kind: MemoryKind, managed: bool, size: u64) -> Option<(usize, D
             let mut address = 0;
             let ok = if managed {
                 let flags = CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL as u32;
-                report(unsafe { sys::cuMemAllocManaged(&mut address, bytes, flags) }, &format!("cuMemAllocManaged(&ptr, {bytes}, CU_MEM_ATTACH_GLOBAL)"))
+                report(
+                    unsafe { sys::cuMemAllocManaged(&mut address, bytes, flags) },
+                    &format!("cuMemAllocManaged(&ptr, {bytes}, CU_MEM_ATTACH_GLOBAL)"),
+                )
             } else {
                 report(unsafe { sys::cuMemAlloc_v2(&mut address, bytes) }, &format!("cuMemAlloc(&ptr, {bytes})"))
             };
@@ -160,7 +163,10 @@ unsafe fn obtain(kind: MemoryKind, managed: bool, size: u64) -> Option<(usize, D
             // Under unified addressing the device address is the host address; ask anyway, so
             // kernels get the address the driver says is theirs.
             let mut device = 0;
-            if !report(unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0) }, "cuMemHostGetDevicePointer(&dptr, ptr, 0)") {
+            if !report(
+                unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0) },
+                "cuMemHostGetDevicePointer(&dptr, ptr, 0)",
+            ) {
                 report(unsafe { sys::cuMemFreeHost(host) }, "cuMemFreeHost(ptr)");
                 return None;
             }

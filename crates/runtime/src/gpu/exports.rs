@@ -14,7 +14,9 @@
 use super::allocator;
 use super::driver::{driver_present, record_error, report, set_default_device, ScopedContext, NO_DRIVER};
 use crate::layout;
-use cudarc::driver::sys::{self, CUevent, CUevent_flags, CUfunction, CUfunction_attribute, CUjit_option, CUmodule, CUstream, CUstream_flags};
+use cudarc::driver::sys::{
+    self, CUevent, CUevent_flags, CUfunction, CUfunction_attribute, CUjit_option, CUmodule, CUstream, CUstream_flags,
+};
 use std::ffi::{c_char, c_void, CStr};
 
 /// One exported function: its C name and address.
@@ -63,10 +65,17 @@ pub unsafe extern "C" fn mgpuModuleLoadJIT(data: *const c_void, opt_level: i32) 
     };
     let mut module: CUmodule = std::ptr::null_mut();
     let mut log = [0u8; 4096];
-    let mut options = [CUjit_option::CU_JIT_ERROR_LOG_BUFFER, CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CUjit_option::CU_JIT_OPTIMIZATION_LEVEL];
+    let mut options = [
+        CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+        CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        CUjit_option::CU_JIT_OPTIMIZATION_LEVEL,
+    ];
     // The driver reads option values as pointer-sized integers.
-    let mut values = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void, opt_level.clamp(0, 4) as usize as *mut c_void];
-    let result = unsafe { sys::cuModuleLoadDataEx(&mut module, data, options.len() as u32, options.as_mut_ptr(), values.as_mut_ptr()) };
+    let mut values =
+        [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void, opt_level.clamp(0, 4) as usize as *mut c_void];
+    let result = unsafe {
+        sys::cuModuleLoadDataEx(&mut module, data, options.len() as u32, options.as_mut_ptr(), values.as_mut_ptr())
+    };
     if !report(result, "cuModuleLoadDataEx(&module, data, 3, options, values)") {
         let text = CStr::from_bytes_until_nul(&log).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
         record_error(format!("JIT compilation failed with: '{}'", text.trim_end()));
@@ -96,7 +105,10 @@ pub unsafe extern "C" fn mgpuModuleGetFunction(module: *mut c_void, name: *const
         return std::ptr::null_mut();
     };
     let mut function: CUfunction = std::ptr::null_mut();
-    report(unsafe { sys::cuModuleGetFunction(&mut function, module as CUmodule, name) }, "cuModuleGetFunction(&function, module, name)");
+    report(
+        unsafe { sys::cuModuleGetFunction(&mut function, module as CUmodule, name) },
+        "cuModuleGetFunction(&function, module, name)",
+    );
     function as *mut c_void
 }
 
@@ -125,7 +137,8 @@ pub unsafe extern "C" fn mgpuLaunchKernel(
         return;
     };
     let dimensions = [grid_x, grid_y, grid_z, block_x, block_y, block_z].map(u32::try_from);
-    let (Ok(shared), [Ok(gx), Ok(gy), Ok(gz), Ok(bx), Ok(by), Ok(bz)]) = (u32::try_from(shared_memory), dimensions) else {
+    let (Ok(shared), [Ok(gx), Ok(gy), Ok(gz), Ok(bx), Ok(by), Ok(bz)]) = (u32::try_from(shared_memory), dimensions)
+    else {
         record_error(format!(
             "mgpuLaunchKernel: grid {grid_x}x{grid_y}x{grid_z}, block {block_x}x{block_y}x{block_z}, shared memory {shared_memory}: out of range"
         ));
@@ -134,10 +147,17 @@ pub unsafe extern "C" fn mgpuLaunchKernel(
     let function = function as CUfunction;
     if shared > 0 {
         let attribute = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
-        report(unsafe { sys::cuFuncSetAttribute(function, attribute, shared_memory) }, "cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem)");
+        report(
+            unsafe { sys::cuFuncSetAttribute(function, attribute, shared_memory) },
+            "cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem)",
+        );
     }
-    let result = unsafe { sys::cuLaunchKernel(function, gx, gy, gz, bx, by, bz, shared, stream as CUstream, params, extra) };
-    report(result, "cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY, blockZ, smem, stream, params, extra)");
+    let result =
+        unsafe { sys::cuLaunchKernel(function, gx, gy, gz, bx, by, bz, shared, stream as CUstream, params, extra) };
+    report(
+        result,
+        "cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY, blockZ, smem, stream, params, extra)",
+    );
 }
 
 /// `mgpuStreamCreate`: a non-blocking stream.
@@ -186,7 +206,10 @@ pub unsafe extern "C" fn mgpuStreamWaitEvent(stream: *mut c_void, event: *mut c_
     if !driver_loaded() {
         return;
     }
-    report(unsafe { sys::cuStreamWaitEvent(stream as CUstream, event as CUevent, 0) }, "cuStreamWaitEvent(stream, event, 0)");
+    report(
+        unsafe { sys::cuStreamWaitEvent(stream as CUstream, event as CUevent, 0) },
+        "cuStreamWaitEvent(stream, event, 0)",
+    );
 }
 
 /// `mgpuEventCreate`: an event without timing.
@@ -260,7 +283,10 @@ pub unsafe extern "C" fn mgpuMemcpy(dst: *mut c_void, src: *const c_void, size: 
     let Some(_context) = ScopedContext::enter_default() else {
         return;
     };
-    report(unsafe { sys::cuMemcpyAsync(dst as u64, src as u64, size, stream as CUstream) }, "cuMemcpyAsync(dst, src, sizeBytes, stream)");
+    report(
+        unsafe { sys::cuMemcpyAsync(dst as u64, src as u64, size, stream as CUstream) },
+        "cuMemcpyAsync(dst, src, sizeBytes, stream)",
+    );
 }
 
 /// `mgpuMemset32` (`gpu.memset` of 4-byte elements): asynchronous on `stream`.
@@ -272,7 +298,10 @@ pub unsafe extern "C" fn mgpuMemset32(dst: *mut c_void, value: u32, count: usize
     let Some(_context) = ScopedContext::enter_default() else {
         return;
     };
-    report(unsafe { sys::cuMemsetD32Async(dst as u64, value, count, stream as CUstream) }, "cuMemsetD32Async(dst, value, count, stream)");
+    report(
+        unsafe { sys::cuMemsetD32Async(dst as u64, value, count, stream as CUstream) },
+        "cuMemsetD32Async(dst, value, count, stream)",
+    );
 }
 
 /// `mgpuMemset16` (`gpu.memset` of 2-byte elements): asynchronous on `stream`.
@@ -284,7 +313,10 @@ pub unsafe extern "C" fn mgpuMemset16(dst: *mut c_void, value: u16, count: usize
     let Some(_context) = ScopedContext::enter_default() else {
         return;
     };
-    report(unsafe { sys::cuMemsetD16Async(dst as u64, value, count, stream as CUstream) }, "cuMemsetD16Async(dst, value, count, stream)");
+    report(
+        unsafe { sys::cuMemsetD16Async(dst as u64, value, count, stream as CUstream) },
+        "cuMemsetD16Async(dst, value, count, stream)",
+    );
 }
 
 /// `mgpuSetDefaultDevice`: the device later wrapper calls use.
@@ -335,7 +367,11 @@ pub struct UnrankedMemRef {
 /// Both arguments must be valid unranked memrefs of equal shape with `element_size`-byte
 /// elements, as the lowered code passes them.
 #[no_mangle]
-pub unsafe extern "C" fn memrefCopy(element_size: i64, source: *const UnrankedMemRef, destination: *const UnrankedMemRef) {
+pub unsafe extern "C" fn memrefCopy(
+    element_size: i64,
+    source: *const UnrankedMemRef,
+    destination: *const UnrankedMemRef,
+) {
     let Some(_context) = ScopedContext::enter_default() else {
         return;
     };
@@ -344,7 +380,9 @@ pub unsafe extern "C" fn memrefCopy(element_size: i64, source: *const UnrankedMe
         record_error(format!("memrefCopy: rank {} is negative", src.rank));
         return;
     };
-    let read = |descriptor: *const i64, count: usize, from: usize| -> Vec<i64> { (0..count).map(|i| unsafe { *descriptor.add(from + i) }).collect() };
+    let read = |descriptor: *const i64, count: usize, from: usize| -> Vec<i64> {
+        (0..count).map(|i| unsafe { *descriptor.add(from + i) }).collect()
+    };
     let (src_fields, dst_fields) = (read(src.descriptor, 3 + 2 * rank, 0), read(dst.descriptor, 3 + 2 * rank, 0));
     let sizes = &src_fields[3..3 + rank];
     let (src_strides, dst_strides) = (&src_fields[3 + rank..], &dst_fields[3 + rank..]);
@@ -388,7 +426,10 @@ pub static EXPORTED_SYMBOLS: [ExportedSymbol; 24] = [
     ExportedSymbol { name: "mgpuMemset16", address: mgpuMemset16 as *const () },
     ExportedSymbol { name: "mgpuSetDefaultDevice", address: mgpuSetDefaultDevice as *const () },
     ExportedSymbol { name: "_mlir_memref_to_llvm_alloc", address: _mlir_memref_to_llvm_alloc as *const () },
-    ExportedSymbol { name: "_mlir_memref_to_llvm_aligned_alloc", address: _mlir_memref_to_llvm_aligned_alloc as *const () },
+    ExportedSymbol {
+        name: "_mlir_memref_to_llvm_aligned_alloc",
+        address: _mlir_memref_to_llvm_aligned_alloc as *const (),
+    },
     ExportedSymbol { name: "_mlir_memref_to_llvm_free", address: _mlir_memref_to_llvm_free as *const () },
     ExportedSymbol { name: "remat_host_alloc_next", address: remat_host_alloc_next as *const () },
     ExportedSymbol { name: "memrefCopy", address: memrefCopy as *const () },

@@ -61,7 +61,13 @@ pub struct Ledger<B> {
 
 impl<B> Default for Ledger<B> {
     fn default() -> Self {
-        Ledger { counts: GpuCounts::default(), blocks: HashMap::new(), next_is_host: false, generation: 0, driver_baseline: 0 }
+        Ledger {
+            counts: GpuCounts::default(),
+            blocks: HashMap::new(),
+            next_is_host: false,
+            generation: 0,
+            driver_baseline: 0,
+        }
     }
 }
 

@@ -72,14 +72,22 @@ impl Device {
                 return Err(format!("there is no CUDA device {ordinal} (this machine has {count})"));
             }
             check(sys::cuDeviceGet(&mut device, ordinal), &format!("cuDeviceGet(&device, {ordinal})"))?;
-            check(sys::cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, device), "cuDeviceGetName(name, 256, device)")?;
+            check(
+                sys::cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, device),
+                "cuDeviceGetName(name, 256, device)",
+            )?;
             let attribute = CUdevice_attribute::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING;
-            check(sys::cuDeviceGetAttribute(&mut unified, attribute, device), "cuDeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, device)")?;
+            check(
+                sys::cuDeviceGetAttribute(&mut unified, attribute, device),
+                "cuDeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, device)",
+            )?;
         }
         // SAFETY: the driver NUL-terminates the name within the buffer.
         let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
         if unified == 0 {
-            return Err(format!("CUDA device {ordinal} ({name}) has no unified addressing, which the runtime's copies need"));
+            return Err(format!(
+                "CUDA device {ordinal} ({name}) has no unified addressing, which the runtime's copies need"
+            ));
         }
         driver::primary_context(ordinal)?;
         driver::set_default_device(ordinal);
@@ -126,14 +134,25 @@ impl Device {
     /// # Safety
     /// `entry` must be the packed entry of a step loaded on this device, whose arguments are
     /// exactly `inputs`' memref types and whose results are `results`' memref types.
-    pub unsafe fn call_step_on_device(&self, entry: PackedEntry, inputs: &[HostTensor], results: &[TensorSpec]) -> Result<GpuStepRun, String> {
+    pub unsafe fn call_step_on_device(
+        &self,
+        entry: PackedEntry,
+        inputs: &[HostTensor],
+        results: &[TensorSpec],
+    ) -> Result<GpuStepRun, String> {
         let default = driver::default_device();
         if default != self.ordinal {
-            return Err(format!("device {} is not the default device of the wrappers ({default}): the step's kernels are loaded there", self.ordinal));
+            return Err(format!(
+                "device {} is not the default device of the wrappers ({default}): the step's kernels are loaded there",
+                self.ordinal
+            ));
         }
         let _context = ScopedContext::enter(self.ordinal)?;
         let copies = inputs.iter().map(InputCopy::of).collect::<Result<Vec<_>, _>>()?;
-        let mut call = PackedCall::new(inputs.iter().zip(&copies).map(|(tensor, copy)| (copy.address, tensor.spec.shape.clone())), results);
+        let mut call = PackedCall::new(
+            inputs.iter().zip(&copies).map(|(tensor, copy)| (copy.address, tensor.spec.shape.clone())),
+            results,
+        );
         let mut args = call.arguments();
 
         allocator::reset()?;
@@ -196,7 +215,10 @@ impl InputCopy {
         let copy = InputCopy { address };
         if bytes > 0 {
             // SAFETY: both ranges hold `bytes` bytes; unified addressing tells host from device.
-            check(unsafe { sys::cuMemcpy(address, tensor.bytes().as_ptr() as u64, bytes) }, &format!("cuMemcpy(input, host, {bytes})"))?;
+            check(
+                unsafe { sys::cuMemcpy(address, tensor.bytes().as_ptr() as u64, bytes) },
+                &format!("cuMemcpy(input, host, {bytes})"),
+            )?;
         }
         Ok(copy)
     }
@@ -229,9 +251,11 @@ fn copy_result_out(spec: &TensorSpec, words: &[u64]) -> Result<HostTensor, Strin
         return Ok(out);
     }
     let element = spec.element.bytes();
-    let footprint = layout::footprint_elements(&sizes, &strides).ok_or_else(|| format!("has strides {strides:?}, which this runtime does not copy"))?;
+    let footprint = layout::footprint_elements(&sizes, &strides)
+        .ok_or_else(|| format!("has strides {strides:?}, which this runtime does not copy"))?;
     let (aligned, offset) = (words[1], field(2));
-    let start = u64::try_from(offset).ok().and_then(|o| o.checked_mul(element as u64)).and_then(|o| aligned.checked_add(o));
+    let start =
+        u64::try_from(offset).ok().and_then(|o| o.checked_mul(element as u64)).and_then(|o| aligned.checked_add(o));
     let (Some(start), false) = (start, aligned == 0) else {
         return Err(format!("has data pointer {aligned:#x} and offset {offset}, which point nowhere"));
     };
@@ -308,4 +332,3 @@ mod tests {
         assert_eq!(take_first_error(), None);
     }
 }
-

@@ -92,7 +92,9 @@ impl ScatterPlan {
             input_batching_dims: field(&text, "input_batching_dims").unwrap_or_default(),
             scatter_indices_batching_dims: field(&text, "scatter_indices_batching_dims").unwrap_or_default(),
             scatter_dims_to_operand_dims: field(&text, "scatter_dims_to_operand_dims").unwrap_or_default(),
-            index_vector_dim: field(&text, "index_vector_dim").and_then(|v| v.first().copied()).unwrap_or(shapes[1].len() as i64),
+            index_vector_dim: field(&text, "index_vector_dim")
+                .and_then(|v| v.first().copied())
+                .unwrap_or(shapes[1].len() as i64),
         };
         plan.check().map_err(|m| error_at(op, format!("stablehlo.scatter: {m} (dimension numbers: {text})")))?;
         let block = super::single_block(op, 0, "update computation")?;
@@ -120,10 +122,15 @@ impl ScatterPlan {
         if self.input_batching_dims.len() != self.scatter_indices_batching_dims.len() {
             return Err("input_batching_dims and scatter_indices_batching_dims differ in length".into());
         }
-        if (self.update_window_dims.len() + self.inserted_window_dims.len() + self.input_batching_dims.len()) as i64 != operand_rank {
-            return Err("update_window_dims, inserted_window_dims and input_batching_dims do not cover the operand".into());
+        if (self.update_window_dims.len() + self.inserted_window_dims.len() + self.input_batching_dims.len()) as i64
+            != operand_rank
+        {
+            return Err(
+                "update_window_dims, inserted_window_dims and input_batching_dims do not cover the operand".into()
+            );
         }
-        let vector_len = if self.index_vector_dim == indices_rank { 1 } else { self.indices_shape[self.index_vector_dim as usize] };
+        let vector_len =
+            if self.index_vector_dim == indices_rank { 1 } else { self.indices_shape[self.index_vector_dim as usize] };
         if vector_len != self.scatter_dims_to_operand_dims.len() as i64 {
             return Err("scatter_dims_to_operand_dims does not match the index vector".into());
         }
@@ -138,7 +145,9 @@ impl ScatterPlan {
     /// Operand dimensions that receive window coordinates, in order.
     fn window_operand_dims(&self) -> Vec<usize> {
         (0..self.operand_shape.len())
-            .filter(|d| !self.inserted_window_dims.contains(&(*d as i64)) && !self.input_batching_dims.contains(&(*d as i64)))
+            .filter(|d| {
+                !self.inserted_window_dims.contains(&(*d as i64)) && !self.input_batching_dims.contains(&(*d as i64))
+            })
             .collect()
     }
 
@@ -184,7 +193,13 @@ impl Builder {
         ir::results(op)[0]
     }
 
-    fn with_attribute(&self, name: &str, operands: &[Val], results: &[MlirType], attribute: (&str, MlirAttribute)) -> Val {
+    fn with_attribute(
+        &self,
+        name: &str,
+        operands: &[Val],
+        results: &[MlirType],
+        attribute: (&str, MlirAttribute),
+    ) -> Val {
         let op = create_op(name, self.location, operands, results, vec![]);
         let key = CString::new(attribute.0).expect("attribute names have no NUL");
         unsafe { mlirOperationSetAttributeByName(op, mlirStringRefCreateFromCString(key.as_ptr()), attribute.1) };
@@ -222,11 +237,22 @@ pub(crate) fn lower_scatter(op: Op) -> Result<(), OpError> {
     let plan = ScatterPlan::analyze(op)?;
     let [input, indices, updates] = ir::operands(op)[..] else { unreachable!("checked by analyze") };
     let result_type = ir::value_type(ir::results(op)[0]);
-    let outer = Builder { block: ir::op_block(op), before: op, location: ir::location(op), context: unsafe { mlirOperationGetContext(op) } };
+    let outer = Builder {
+        block: ir::op_block(op),
+        before: op,
+        location: ir::location(op),
+        context: unsafe { mlirOperationGetContext(op) },
+    };
 
     // A fresh result buffer holding a copy of the operand.
     let empty = outer.op("tensor.empty", &[], &[result_type]);
-    let copy = create_op("linalg.copy", outer.location, &[input, empty], &[result_type], vec![copy_region(&outer, result_type)]);
+    let copy = create_op(
+        "linalg.copy",
+        outer.location,
+        &[input, empty],
+        &[result_type],
+        vec![copy_region(&outer, result_type)],
+    );
     set_segments(copy, &[1, 1]);
     let init = ir::results(outer.insert(copy))[0];
 
@@ -255,7 +281,16 @@ fn copy_region(b: &Builder, tensor: MlirType) -> MlirRegion {
 /// One `scf.for` per dimension of `updates`, carrying the result tensor; the innermost body
 /// applies one update. Returns the outermost loop's result.
 #[allow(clippy::too_many_arguments)]
-fn build_loops(b: &Builder, plan: &ScatterPlan, update_region: MlirRegion, indices: Val, updates: Val, acc: Val, tensor: MlirType, ivs: &mut Vec<Val>) -> Result<Val, OpError> {
+fn build_loops(
+    b: &Builder,
+    plan: &ScatterPlan,
+    update_region: MlirRegion,
+    indices: Val,
+    updates: Val,
+    acc: Val,
+    tensor: MlirType,
+    ivs: &mut Vec<Val>,
+) -> Result<Val, OpError> {
     let depth = ivs.len();
     if depth == plan.updates_shape.len() {
         return apply_update(b, plan, update_region, indices, updates, acc, tensor, ivs);
@@ -282,13 +317,25 @@ fn build_loops(b: &Builder, plan: &ScatterPlan, update_region: MlirRegion, indic
 
 /// result[start + window] = f(result[…], updates[ivs]) when the window fits.
 #[allow(clippy::too_many_arguments)]
-fn apply_update(b: &Builder, plan: &ScatterPlan, update_region: MlirRegion, indices: Val, updates: Val, acc: Val, tensor: MlirType, ivs: &[Val]) -> Result<Val, OpError> {
+fn apply_update(
+    b: &Builder,
+    plan: &ScatterPlan,
+    update_region: MlirRegion,
+    indices: Val,
+    updates: Val,
+    acc: Val,
+    tensor: MlirType,
+    ivs: &[Val],
+) -> Result<Val, OpError> {
     let index = b.index_type();
     let operand_rank = plan.operand_shape.len();
     let indices_rank = plan.indices_shape.len();
 
     // Coordinates of `u` along the update scatter dims pick the index batch position.
-    let scatter_ivs: Vec<Val> = (0..plan.updates_shape.len()).filter(|d| !plan.update_window_dims.contains(&(*d as i64))).map(|d| ivs[d]).collect();
+    let scatter_ivs: Vec<Val> = (0..plan.updates_shape.len())
+        .filter(|d| !plan.update_window_dims.contains(&(*d as i64)))
+        .map(|d| ivs[d])
+        .collect();
     let mut full_index = vec![b.index(0); operand_rank];
     for (k, &operand_dim) in plan.scatter_dims_to_operand_dims.iter().enumerate() {
         let mut position = Vec::with_capacity(indices_rank);
@@ -327,7 +374,8 @@ fn apply_update(b: &Builder, plan: &ScatterPlan, update_region: MlirRegion, indi
 
     // Batching coordinates: the operand's batching dimensions follow the indices' ones.
     for (&operand_dim, &indices_dim) in plan.input_batching_dims.iter().zip(&plan.scatter_indices_batching_dims) {
-        full_index[operand_dim as usize] = b.add(full_index[operand_dim as usize], scatter_ivs[plan.batch_position(indices_dim)]);
+        full_index[operand_dim as usize] =
+            b.add(full_index[operand_dim as usize], scatter_ivs[plan.batch_position(indices_dim)]);
     }
 
     // Window coordinates.
@@ -353,7 +401,12 @@ fn apply_update(b: &Builder, plan: &ScatterPlan, update_region: MlirRegion, indi
     let (then_block, then_region) = new_region();
     let (else_block, else_region) = new_region();
     let if_op = b.insert(create_op("scf.if", b.location, &[condition], &[tensor], vec![then_region, else_region]));
-    let then_builder = Builder { block: then_block, before: Op { ptr: std::ptr::null_mut() }, location: b.location, context: b.context };
+    let then_builder = Builder {
+        block: then_block,
+        before: Op { ptr: std::ptr::null_mut() },
+        location: b.location,
+        context: b.context,
+    };
     let updated = update(&then_builder)?;
     then_builder.insert(create_op("scf.yield", b.location, &[updated], &[], vec![]));
     let else_builder = Builder { block: else_block, ..then_builder };
@@ -376,13 +429,17 @@ fn scalar_update(b: &Builder, region: MlirRegion, old: Val, new: Val) -> Result<
     let block = ir::blocks(region)[0];
     let args = ir::block_arguments(block);
     // Tensor values of the region (0-d) → their scalar.
-    let mut scalars: HashMap<usize, Val> = HashMap::from([(ir::value_key(args[0]), old), (ir::value_key(args[1]), new)]);
+    let mut scalars: HashMap<usize, Val> =
+        HashMap::from([(ir::value_key(args[0]), old), (ir::value_key(args[1]), new)]);
     let lookup = |scalars: &HashMap<usize, Val>, v: Val, at: Op| -> Result<Val, OpError> {
         match scalars.get(&ir::value_key(v)) {
             Some(&s) => Ok(s),
             // A scalar from outside the region (a constant, say) is used as it is.
             None if !unsafe { mlirTypeIsATensor(ir::value_type(v)) } => Ok(v),
-            None => Err(error_at(at, "stablehlo.scatter: the update computation uses a tensor the CPU lowering cannot scalarize")),
+            None => Err(error_at(
+                at,
+                "stablehlo.scatter: the update computation uses a tensor the CPU lowering cannot scalarize",
+            )),
         }
     };
     for op in ir::block_ops(block) {
@@ -404,7 +461,8 @@ fn scalar_update(b: &Builder, region: MlirRegion, old: Val, new: Val) -> Result<
                 scalars.insert(ir::value_key(ir::results(op)[0]), value);
             }
             _ if name.starts_with("stablehlo.") => {
-                let inputs = ir::operands(op).into_iter().map(|v| lookup(&scalars, v, op)).collect::<Result<Vec<_>, _>>()?;
+                let inputs =
+                    ir::operands(op).into_iter().map(|v| lookup(&scalars, v, op)).collect::<Result<Vec<_>, _>>()?;
                 let value = stablehlo_scalar(b, op, &name, &inputs)?;
                 scalars.insert(ir::value_key(ir::results(op)[0]), value);
             }
@@ -417,10 +475,20 @@ fn scalar_update(b: &Builder, region: MlirRegion, old: Val, new: Val) -> Result<
                     scalars.insert(ir::value_key(old_result), new_result);
                 }
             }
-            _ => return Err(error_at(op, format!("stablehlo.scatter: '{name}' in the update computation is not supported by the CPU lowering"))),
+            _ => {
+                return Err(error_at(
+                    op,
+                    format!(
+                        "stablehlo.scatter: '{name}' in the update computation is not supported by the CPU lowering"
+                    ),
+                ))
+            }
         }
     }
-    Err(error_at(unsafe { mlirBlockGetParentOperation(block) }, "stablehlo.scatter: the update computation has no stablehlo.return"))
+    Err(error_at(
+        unsafe { mlirBlockGetParentOperation(block) },
+        "stablehlo.scatter: the update computation has no stablehlo.return",
+    ))
 }
 
 /// A 0-d `linalg.generic`/`linalg.map`: clone its scalar body with its inputs mapped.
@@ -472,7 +540,12 @@ fn stablehlo_scalar(b: &Builder, op: Op, name: &str, inputs: &[Val]) -> Result<V
         ("stablehlo.maximum", false) => "arith.maxsi",
         ("stablehlo.minimum", true) => "arith.minimumf",
         ("stablehlo.minimum", false) => "arith.minsi",
-        _ => return Err(error_at(op, format!("stablehlo.scatter: '{name}' in the update computation is not supported by the CPU lowering"))),
+        _ => {
+            return Err(error_at(
+                op,
+                format!("stablehlo.scatter: '{name}' in the update computation is not supported by the CPU lowering"),
+            ))
+        }
     };
     if inputs.len() != 2 {
         return Err(error_at(op, format!("stablehlo.scatter: '{name}' must have two operands")));
