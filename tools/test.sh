@@ -4,6 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+echo "== style: rustfmt and clippy"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
 echo "== cargo test"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

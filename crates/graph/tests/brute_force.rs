@@ -31,8 +31,8 @@ fn brute_force_memory(g: &Graph, schedule: &[NodeId]) -> Vec<u64> {
         if g.node(node).output && fi(node) == Some(j) {
             return true;
         }
-        for k in i..schedule.len() {
-            if g.preds(schedule[k]).iter().any(|&p| lb(p, k) == Some(j)) {
+        for (k, &later) in schedule.iter().enumerate().skip(i) {
+            if g.preds(later).iter().any(|&p| lb(p, k) == Some(j)) {
                 return true;
             }
         }

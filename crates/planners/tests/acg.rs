@@ -76,10 +76,9 @@ fn closed_sets(dag: &TwoTerminalDag) -> Vec<BTreeSet<(u32, u32)>> {
     for v in (0..n).rev() {
         reach[v][v] = true;
         for &(u, w) in dag.edges.iter().filter(|e| e.0 as usize == v) {
-            for x in 0..n {
-                if reach[w as usize][x] {
-                    reach[u as usize][x] = true;
-                }
+            let below = reach[w as usize].clone();
+            for (r, b) in reach[u as usize].iter_mut().zip(below) {
+                *r |= b;
             }
         }
     }
@@ -343,9 +342,9 @@ proptest! {
         prop_assert_eq!(best.objective, brute_force_objective(&dag, &cost, &forced));
         // The recorded plan stores the forced vertices and covers every other vertex once.
         let plan = solver.plan_at(best.max_term);
-        for v in 1..n - 1 {
+        for (v, &is_forced) in forced.iter().enumerate().take(n - 1).skip(1) {
             let covering = plan.segments.iter().filter(|s| s.contains(&(v as u32))).count();
-            prop_assert!(if forced[v] { plan.stored[v] } else { plan.stored[v] != (covering == 1) }, "vertex {}: {:?}", v, plan);
+            prop_assert!(if is_forced { plan.stored[v] } else { plan.stored[v] != (covering == 1) }, "vertex {}: {:?}", v, plan);
         }
     }
 }

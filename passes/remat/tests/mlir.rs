@@ -621,7 +621,7 @@ proptest! {
                 }
                 step_of[node.index()] = Some(step);
             }
-            let mut rng = SplitMix64::new(seed ^ 0x0ff1_0ad);
+            let mut rng = SplitMix64::new(seed ^ 0x00ff_10ad);
             let mut transfers = Vec::new();
             for (instance, reads) in reads.iter_mut().enumerate() {
                 reads.dedup();

@@ -184,7 +184,7 @@ fn winners(md: &mut String, sweep: &SweepDoc) {
         let _ = writeln!(md);
     }
     wins.retain(|w| w.1 > 0);
-    wins.sort_by(|a, b| b.1.cmp(&a.1));
+    wins.sort_by_key(|w| std::cmp::Reverse(w.1));
     let counts: Vec<String> = wins.iter().map(|(s, n)| format!("{s} {n}")).collect();
     let _ = writeln!(md, "\nCheapest within budget, counted over models and budgets: {}.\n", counts.join(", "));
 }

@@ -473,16 +473,14 @@ fn split_input(text: &str) -> Vec<(usize, &str)> {
     let mut parts = Vec::new();
     let mut start = 0;
     let mut start_line = 0;
-    let mut line = 0;
     let mut offset = 0;
-    for l in text.split_inclusive('\n') {
+    for (line, l) in text.split_inclusive('\n').enumerate() {
         if l.trim_end() == "// -----" {
             parts.push((start_line, &text[start..offset]));
             start = offset + l.len();
             start_line = line + 1;
         }
         offset += l.len();
-        line += 1;
     }
     parts.push((start_line, &text[start..]));
     parts
