@@ -22,6 +22,15 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
+# rustfmt and clippy: tools/test.sh checks the style first.
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+  if command -v rustup >/dev/null 2>&1; then
+    rustup component add rustfmt clippy
+  else
+    echo "setup: warning: cargo fmt or cargo clippy is missing (tools/test.sh needs both)" >&2
+  fi
+fi
+
 # ptxas and libdevice for `remat-opt --lower=gpu` (cubins, and kernels that call math
 # functions), from NVIDIA's PyPI wheel; no GPU or CUDA install needed. Without network the GPU
 # lowering still writes PTX for kernels without math functions.
