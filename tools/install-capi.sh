@@ -21,6 +21,6 @@ install -d "$prefix/lib/cmake/Remat" "$prefix/include/remat-c"
 # libremat.so finds libMLIR.so by its run path (/usr/lib/llvm-22/lib).
 install -m 755 "$target_dir/$profile/libremat.so" "$prefix/lib/"
 install -m 644 "$target_dir/$profile/libremat.a" "$prefix/lib/"
-install -m 644 crates/capi/include/remat-c/Remat.h "$prefix/include/remat-c/"
-install -m 644 crates/capi/cmake/RematConfig.cmake "$prefix/lib/cmake/Remat/"
+install -m 644 passes/capi/include/remat-c/Remat.h "$prefix/include/remat-c/"
+install -m 644 passes/capi/cmake/RematConfig.cmake "$prefix/lib/cmake/Remat/"
 echo "install-capi: installed the remat C API ($profile) in $prefix"

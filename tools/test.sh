@@ -22,14 +22,18 @@ PROFILE=debug bash tools/install-capi.sh "$target/capi-prefix"
 cmake_build() {  # SOURCE BUILD-DIR CMAKE-ARGS...: configure quietly, build, show output on failure
   local source=$1 build=$2 out
   shift 2
+  # A build directory configured from another source directory (a moved crate) starts over.
+  if [ -f "$build/CMakeCache.txt" ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$(realpath "$source")" "$build/CMakeCache.txt"; then
+    rm -rf "$build"
+  fi
   if ! out=$(cmake -S "$source" -B "$build" -DCMAKE_RUNTIME_OUTPUT_DIRECTORY="$target/cmake/bin" "$@" 2>&1 &&
              cmake --build "$build" 2>&1); then
     echo "$out" >&2
     return 1
   fi
 }
-cmake_build crates/capi/tests "$target/cmake/capi-test" \
-  -DRemat_DIR="$PWD/crates/capi/cmake" -DREMAT_LIBRARY_DIR="$target/debug"
+cmake_build passes/capi/tests "$target/cmake/capi-test" \
+  -DRemat_DIR="$PWD/passes/capi/cmake" -DREMAT_LIBRARY_DIR="$target/debug"
 cmake_build examples/remat-mlir-opt "$target/cmake/remat-mlir-opt" -DCMAKE_PREFIX_PATH="$target/capi-prefix"
 
 echo "== lit"

@@ -1,7 +1,7 @@
 //! Supplies the `-lMLIR-C` that mlir-sys asks for when it links MLIR as shared libraries
 //! (`MLIR_SYS_LINK_SHARED=1`, set in .cargo/config.toml).
 //!
-//! Why shared: a pass that other MLIR-based compilers link (crates/capi, examples/remat-mlir-opt)
+//! Why shared: a pass that other MLIR-based compilers link (passes/capi, examples/remat-mlir-opt)
 //! must register into *their* MLIR, the one in `libMLIR.so`; a private static copy would have its
 //! own pass registry and type ids. remat-opt links the same library, so both print the same bytes.
 //!

@@ -41,7 +41,7 @@
 //
 // An unknown heuristic is named:
 // RUN: not remat-opt %s --remat=dtr --dtr-heuristic=belady 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: invalid dtr-heuristic 'belady' (expected one of dtr, dtr-eq, dtr-local, lru, size, msps, random, estar)
+// BAD: error: invalid dtr-heuristic 'belady' (expected one of dtr, dtr-eq, dtr-local, lru, size, msps, random, estar)
 
 func.func @chain(%x: tensor<256xf32>) -> tensor<256xf32> {
   %ea = tensor.empty() : tensor<256xf32>

@@ -3,8 +3,8 @@
 //! This crate knows nothing about MLIR. A [`Graph`] is a DAG of nodes with byte sizes and
 //! compute costs; a [`Schedule`] is a sequence of node executions in which a node may occur
 //! more than once (a rematerialization). [`simulate`] implements the memory model of
-//! `DESIGN.md` (Kumar et al. 2019, §2.1, extended with pinned arguments, outputs and views);
-//! every planner, the report and the tests measure schedules with it.
+//! `docs/memory-model.md` (Kumar et al. 2019, §2.1, extended with pinned arguments, outputs
+//! and views); every planner, the report and the tests measure schedules with it.
 //!
 //! ```
 //! use remat_graph::{GraphBuilder, NodeSpec, simulate};

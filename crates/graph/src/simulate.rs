@@ -3,7 +3,7 @@
 //! Kumar et al. (2019) §2.1 define the memory of step `i` as the sizes of
 //! `U_i = {u_i} ∪ in(u_i) ∪ ⋃_{j>i} {u' ∈ in(u_j) | prev(u', j) ≤ i}`. We track *instances*
 //! (one per step) rather than nodes, which states the same thing for repeated nodes, and add
-//! what MLIR needs (DESIGN.md, "The memory model"):
+//! what MLIR needs (docs/memory-model.md):
 //!
 //! * arguments are resident throughout and counted separately (`argument_bytes`);
 //! * the latest instance of every output node stays live to the end;

@@ -42,23 +42,35 @@ const UNITS: [(&str, u64); 9] = [
     ("B", 1),
 ];
 
+/// A budget that does not parse.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum BudgetError {
+    /// `N%` with N not a non-negative number.
+    #[error("invalid percentage '{0}'")]
+    Percentage(String),
+    /// Not a number of bytes, with or without a unit.
+    #[error("invalid budget '{0}': expected bytes, a size such as 6GiB or 512KiB, or a percentage such as 60%")]
+    NotASize(String),
+    /// A negative or infinite size.
+    #[error("invalid budget '{0}'")]
+    OutOfRange(String),
+}
+
 /// Parses `1234`, `1234B`, `1.5KiB`, `6GiB`, `2GB`, or `60%`.
-pub fn parse_budget(text: &str) -> Result<Budget, String> {
+pub fn parse_budget(text: &str) -> Result<Budget, BudgetError> {
     let t = text.trim();
     if let Some(p) = t.strip_suffix('%') {
-        let value: f64 = p.trim().parse().map_err(|_| format!("invalid percentage '{text}'"))?;
+        let value: f64 = p.trim().parse().map_err(|_| BudgetError::Percentage(text.to_string()))?;
         if !(value.is_finite() && value >= 0.0) {
-            return Err(format!("invalid percentage '{text}'"));
+            return Err(BudgetError::Percentage(text.to_string()));
         }
         return Ok(Budget::PercentOfBaseline(value));
     }
     let (number, scale) =
         UNITS.iter().find_map(|(suffix, scale)| t.strip_suffix(suffix).map(|n| (n.trim(), *scale))).unwrap_or((t, 1));
-    let value: f64 = number.parse().map_err(|_| {
-        format!("invalid budget '{text}': expected bytes, a size such as 6GiB or 512KiB, or a percentage such as 60%")
-    })?;
+    let value: f64 = number.parse().map_err(|_| BudgetError::NotASize(text.to_string()))?;
     if !(value.is_finite() && value >= 0.0) {
-        return Err(format!("invalid budget '{text}'"));
+        return Err(BudgetError::OutOfRange(text.to_string()));
     }
     Ok(Budget::Bytes((value * scale as f64).round() as u64))
 }

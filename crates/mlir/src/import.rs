@@ -49,7 +49,7 @@ impl ImportedFunction {
 }
 
 /// Options for [`import_function`].
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ImportOptions {
     /// How to estimate the cost of a node.
     pub cost_model: CostModel,

@@ -27,7 +27,7 @@ use std::rc::Rc;
 /// How node costs are estimated.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CostModel {
-    /// FLOP-like estimates from op semantics (DESIGN.md, "Cost").
+    /// FLOP-like estimates from op semantics (docs/memory-model.md, "Cost").
     #[default]
     Estimate,
     /// Every node costs 1 (the papers' experiments).

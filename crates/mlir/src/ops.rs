@@ -1,5 +1,5 @@
 //! What the memory model needs to know about each op: views, constants, init ops,
-//! destination operands, purity and cost (DESIGN.md, "The memory model").
+//! destination operands, purity and cost (docs/memory-model.md).
 
 use crate::ir::{self, Op};
 
@@ -160,10 +160,10 @@ fn int_list_after(text: &str, name: &str) -> Vec<usize> {
     rest[open + 1..open + close].split(',').filter_map(|s| s.trim().parse().ok()).collect()
 }
 
-/// Estimated work of one execution of `op` (DESIGN.md, "Cost"): 2·M·N·K for contractions,
-/// 2·(output elements)·(kernel volume)·(input channels) for convolutions, iteration space ×
-/// scalar ops in the body for generic ops, output elements for data movement and elementwise
-/// ops, 0 for views, constants and empty tensors.
+/// Estimated work of one execution of `op` (docs/memory-model.md, "Cost"): 2·M·N·K for
+/// contractions, 2·(output elements)·(kernel volume)·(input channels) for convolutions,
+/// iteration space × scalar ops in the body for generic ops, output elements for data movement
+/// and elementwise ops, 0 for views, constants and empty tensors.
 pub(crate) fn cost(op: Op) -> f64 {
     let name = ir::op_name(op);
     if is_view(&name) || is_constant(&name) || name == "tensor.empty" || name == "bufferization.alloc_tensor" {

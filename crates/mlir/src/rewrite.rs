@@ -1,10 +1,10 @@
 //! [`Schedule`] → rewritten function body.
 //!
-//! DESIGN.md, "Schedule → IR": walking the schedule, (1) the first execution of a node moves
-//! the node's ops (init ops first) to the end of the body, before the terminator; (2) every
-//! later execution inserts a clone there, the main op marked `remat.recompute`; (3) every
-//! operand — nested ones in regions too — is pointed at the most recent execution of its
-//! producer. The terminator is rewired last, so outputs come from their latest executions.
+//! docs/memory-model.md, "Schedule → IR": walking the schedule, (1) the first execution of a
+//! node moves the node's ops (init ops first) to the end of the body, before the terminator;
+//! (2) every later execution inserts a clone there, the main op marked `remat.recompute`;
+//! (3) every operand — nested ones in regions too — is pointed at the most recent execution of
+//! its producer. The terminator is rewired last, so outputs come from their latest executions.
 //!
 //! Host transfers ([`Transfer`]): after the offload step, the instance's tensor results are
 //! copied to host memory, `bufferization.alloc_tensor() copy(%v) {memory_space = 1 : i64}`;

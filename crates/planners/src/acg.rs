@@ -43,10 +43,10 @@
 //!    the other trusts the assumption.
 //!
 //! Outputs, impure nodes and the storage roots of in-place updates are always stored (they
-//! cannot be recomputed). The memory model of DESIGN.md is the judge: every candidate — both
-//! assumptions, each distinct (stored, max) point of the max-term sweep, and the input order —
-//! is simulated, and [`choose_candidate`](crate::choose_candidate) picks the lowest peak, or
-//! the cheapest plan within a budget.
+//! cannot be recomputed). The memory model (docs/memory-model.md) is the judge: every
+//! candidate — both assumptions, each distinct (stored, max) point of the max-term sweep, and
+//! the input order — is simulated, and [`choose_candidate`](crate::choose_candidate) picks the
+//! lowest peak, or the cheapest plan within a budget.
 
 use crate::division::{meet, Division, DivisionTree, TwoTerminalDag};
 use crate::{choose_candidate, PlanError, PlanRequest, Planner};

@@ -32,14 +32,6 @@ impl EliminationHeuristic {
             EliminationHeuristic::MinDegree => "min-degree",
         }
     }
-
-    /// Parses a command-line name.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        Self::ALL
-            .into_iter()
-            .find(|h| h.name() == text)
-            .ok_or_else(|| format!("unknown tree-decomposition heuristic '{text}' (available: min-fill, min-degree)"))
-    }
 }
 
 /// A tree decomposition: bags of graph nodes and the tree edges between bags.

@@ -8,8 +8,9 @@
 //! so live and peak bytes are the memory model's, with no allocator overhead in them.
 //!
 //! Host buffers: `remat-host-buffers` puts a call to `remat_host_alloc_next()` right before
-//! every allocation of a host copy (memory space 1, DESIGN.md's offload). The next allocation
-//! is then counted as host bytes, apart from the device bytes that `peak_bytes` measures.
+//! every allocation of a host copy (memory space 1; docs/memory-model.md, "Host transfers").
+//! The next allocation is then counted as host bytes, apart from the device bytes that
+//! `peak_bytes` measures.
 //!
 //! Counts are per thread: the lowered code runs on the calling thread, so concurrent runs
 //! (tests) do not see each other's buffers.

@@ -4,9 +4,9 @@
 //! Ownership-based buffer deallocation (upstream) is correct but puts the deallocations of a
 //! block at its end, so a straight-line training step frees nothing until it returns and its
 //! measured peak is the sum of all its buffers, whatever the op order. The memory model
-//! (DESIGN.md) frees a value right after its last use. This pass closes that gap: in every
-//! block, each `memref.dealloc %m` moves up to just after the last op of that block that uses
-//! `%m` or an alias of `%m`.
+//! (docs/memory-model.md) frees a value right after its last use. This pass closes that gap:
+//! in every block, each `memref.dealloc %m` moves up to just after the last op of that block
+//! that uses `%m` or an alias of `%m`.
 //!
 //! Aliases are found conservatively: every memref, tensor or pointer result of an op that uses
 //! the buffer (directly or inside one of its regions — a loop yielding the buffer, say) may

@@ -1,5 +1,7 @@
 //! `remat-lower-stablehlo`: lower the StableHLO ops that `stablehlo-legalize-to-linalg` leaves
-//! in real JAX training steps to upstream dialects (TOOLCHAIN.md, "StableHLO"):
+//! in real JAX training steps (examples/README.md, "`*.linalg.mlir`") to upstream dialects,
+//! keeping their semantics as the StableHLO specification (openxla/stablehlo, `docs/spec.md`)
+//! defines them:
 //!
 //! * `stablehlo.optimization_barrier` (from `jax.checkpoint`) — its results are its operands;
 //!   the barrier only constrains XLA's scheduler, which is not in the loop here.

@@ -6,19 +6,44 @@
 //! * [`register_remat_pass`] — registers `remat` in MLIR's pass registry so textual
 //!   pipelines can name it: `builtin.module(func.func(remat{strategy=greedy budget=60%}))`;
 //! * [`create_remat_pass_from_options`], [`parse_pipeline_options`] and [`plan_operation`] —
-//!   for the C API (crates/capi): the pipeline's option syntax, and planning without rewriting.
+//!   for the C API (passes/capi): the pipeline's option syntax, and planning without rewriting.
 
+pub mod option_table;
 mod options;
 mod report;
 
-pub use options::{parse_cost_model, RematOptions, PASS_OPTIONS_VERSION};
+pub use option_table::{OptionKind, OptionSpec, OPTIONS};
+pub use options::{options_markdown, spec, unknown_strategy, OptionError, RematOptions, PASS_OPTIONS_VERSION};
 pub use report::{Report, REPORT_SCHEMA_VERSION};
 
 use melior::ir::OperationRef;
 use melior::pass::{create_external, ExternalPass, Pass, RunExternalPass};
 use melior::ContextRef;
 use remat_mlir::{apply_plan, emit_error, ir, ImportedFunction, MlirError};
-use remat_planners::{plan_within_budget, MeasuredPlan};
+use remat_planners::{plan_within_budget, MeasuredPlan, PlanFailure};
+
+/// Why the pass, or planning through it, failed.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum RematError {
+    /// A bad option name or value.
+    #[error(transparent)]
+    Option(#[from] OptionError),
+    /// MLIR rejected an options string (`remat{…}` syntax) before any value was read.
+    #[error("{0}")]
+    OptionSyntax(String),
+    /// The function's own order is not a valid schedule of its graph.
+    #[error(transparent)]
+    InvalidGraph(#[from] remat_graph::ScheduleError),
+    /// The planner failed or cannot meet the budget.
+    #[error(transparent)]
+    Plan(#[from] PlanFailure),
+    /// Importing or rewriting the IR failed.
+    #[error(transparent)]
+    Mlir(#[from] MlirError),
+    /// A bug: a panic caught before it reached C or C++.
+    #[error("internal error in the remat pass (panic while {0})")]
+    Panic(&'static str),
+}
 
 /// A function planned (not yet rewritten): the graph, the plan, and its report.
 pub struct PlannedFunction {
@@ -37,19 +62,17 @@ pub fn plan_graph(
     graph: &remat_graph::Graph,
     order: &[remat_graph::NodeId],
     options: &RematOptions,
-) -> Result<(MeasuredPlan, Report), String> {
-    let planner = remat_planners::strategy(&options.strategy).ok_or_else(|| {
-        format!("unknown strategy '{}' (available: {})", options.strategy, remat_planners::strategy_names())
-    })?;
-    let baseline_peak = remat_graph::simulate(graph, order).map_err(|e| e.to_string())?.peak_bytes;
+) -> Result<(MeasuredPlan, Report), RematError> {
+    let planner = remat_planners::strategy(&options.strategy).ok_or_else(|| unknown_strategy(&options.strategy))?;
+    let baseline_peak = remat_graph::simulate(graph, order)?.peak_bytes;
     let budget = options.budget.map(|b| b.resolve(baseline_peak));
-    let plan = plan_within_budget(planner, graph, order, budget, &options.planner).map_err(|e| e.to_string())?;
+    let plan = plan_within_budget(planner, graph, order, budget, &options.planner)?;
     let report = Report::new(function, planner.name(), graph, budget, &plan);
     Ok((plan, report))
 }
 
 /// Plans an imported function under `options` (no IR is changed).
-pub fn plan_function(imported: ImportedFunction, options: &RematOptions) -> Result<PlannedFunction, String> {
+pub fn plan_function(imported: ImportedFunction, options: &RematOptions) -> Result<PlannedFunction, RematError> {
     let (plan, report) = plan_graph(&imported.name, &imported.graph, &imported.order, options)?;
     Ok(PlannedFunction { imported, plan, report })
 }
@@ -65,8 +88,8 @@ pub unsafe fn run_on_operation(op: mlir_sys::MlirOperation, options: &RematOptio
         tracing::warn!("{}", warning.message);
     }
     let location = imported.location();
-    let planned =
-        plan_function(imported, options).map_err(|message| MlirError { location: location.clone(), message })?;
+    let planned = plan_function(imported, options)
+        .map_err(|e| MlirError { location: location.clone(), message: e.to_string() })?;
     apply_plan(&planned.imported, &planned.plan.schedule, &planned.plan.details.transfers)
         .map_err(|e| MlirError { location, message: e.to_string() })?;
     Ok(planned.report)
@@ -96,7 +119,7 @@ pub unsafe fn plan_operation(op: mlir_sys::MlirOperation, options: &RematOptions
             let location = imported.location();
             plan_function(imported, &options)
                 .map(|planned| planned.report)
-                .map_err(|message| MlirError { location, message })
+                .map_err(|e| MlirError { location, message: e.to_string() })
         });
     unsafe { mlirOperationDestroy(copy) };
     planned
@@ -204,7 +227,8 @@ fn string_ref(s: &str) -> mlir_sys::MlirStringRef {
     mlir_sys::MlirStringRef { data: s.as_ptr() as *const std::ffi::c_char, length: s.len() }
 }
 
-/// The options the shim passes as (name, value) pairs, parsed by [`RematOptions::set`].
+/// The options the shim passes as (name, value) pairs, parsed by [`RematOptions::set`] over the
+/// defaults.
 ///
 /// # Safety
 /// `names` and `values` point to `count` valid string refs each.
@@ -212,7 +236,7 @@ unsafe fn options_of(
     names: *const mlir_sys::MlirStringRef,
     values: *const mlir_sys::MlirStringRef,
     count: isize,
-) -> Result<RematOptions, String> {
+) -> Result<RematOptions, OptionError> {
     let (names, values) = unsafe {
         (std::slice::from_raw_parts(names, count as usize), std::slice::from_raw_parts(values, count as usize))
     };
@@ -232,9 +256,9 @@ unsafe extern "C" fn check_options_callback(
 ) -> bool {
     match std::panic::catch_unwind(|| unsafe { options_of(names, values, count) }) {
         Ok(Ok(_)) => true,
-        Ok(Err(message)) => {
+        Ok(Err(e)) => {
             if let Some(error) = error {
-                unsafe { error(string_ref(&message), user_data) };
+                unsafe { error(string_ref(&e.to_string()), user_data) };
             }
             false
         }
@@ -254,8 +278,8 @@ unsafe extern "C" fn registered_pass_callback(
     let _serial = PASS_LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     // Never unwind into C++.
     let result = std::panic::catch_unwind(|| {
-        let options =
-            unsafe { options_of(names, values, count) }.map_err(|message| MlirError { location: None, message })?;
+        let options = unsafe { options_of(names, values, count) }
+            .map_err(|e| MlirError { location: None, message: e.to_string() })?;
         unsafe { run_on_operation(op, &options) }
     });
     match result {
@@ -268,7 +292,7 @@ unsafe extern "C" fn registered_pass_callback(
             false
         }
         Err(_) => {
-            emit_error(op, &MlirError { location: None, message: "internal error in the remat pass (panic)".into() });
+            emit_error(op, &MlirError { location: None, message: RematError::Panic("running").to_string() });
             false
         }
     }
@@ -279,8 +303,8 @@ fn install_callbacks() {
     ONCE.call_once(|| unsafe { rematSetPassCallbacks(registered_pass_callback, check_options_callback) });
 }
 
-/// Registers the `remat` pass (with every option [`RematOptions::set`] knows, by its pipeline
-/// name: `strategy`, `budget`, `function`, `cost-model`, `ilp-time-limit`, …) in
+/// Registers the `remat` pass (with every option of [`OPTIONS`], by its pipeline name:
+/// `strategy`, `budget`, `function`, `cost-model`, `ilp-time-limit`, …) in
 /// MLIR's global pass registry, so textual pipelines can use it. Bad option values fail when
 /// the pipeline is parsed. Idempotent.
 pub fn register_remat_pass() {
@@ -295,7 +319,7 @@ unsafe extern "C" fn append_message(message: mlir_sys::MlirStringRef, user_data:
 /// A `remat` pass configured by `options` in the pipeline's syntax (`strategy=treewidth
 /// budget=60%`, no braces), as a raw MLIR pass the caller owns (adding it to a pass manager
 /// hands it over). The same pass a textual pipeline makes, so it needs no registration.
-pub fn create_remat_pass_from_options(options: &str) -> Result<mlir_sys::MlirPass, String> {
+pub fn create_remat_pass_from_options(options: &str) -> Result<mlir_sys::MlirPass, RematError> {
     install_callbacks();
     let mut message = String::new();
     let pass = unsafe {
@@ -306,7 +330,7 @@ pub fn create_remat_pass_from_options(options: &str) -> Result<mlir_sys::MlirPas
         )
     };
     if pass.ptr.is_null() {
-        Err(message)
+        Err(RematError::OptionSyntax(message))
     } else {
         Ok(pass)
     }
@@ -314,33 +338,36 @@ pub fn create_remat_pass_from_options(options: &str) -> Result<mlir_sys::MlirPas
 
 /// Parses `options` in the pipeline's syntax (`strategy=treewidth budget=60%`), exactly as the
 /// registered pass does.
-pub fn parse_pipeline_options(options: &str) -> Result<RematOptions, String> {
+pub fn parse_pipeline_options(options: &str) -> Result<RematOptions, RematError> {
     unsafe extern "C" fn keep(
         names: *const mlir_sys::MlirStringRef,
         values: *const mlir_sys::MlirStringRef,
         count: isize,
         data: *mut std::ffi::c_void,
     ) -> bool {
-        let slot = unsafe { &mut *(data as *mut Result<RematOptions, String>) };
-        *slot = std::panic::catch_unwind(|| unsafe { options_of(names, values, count) })
-            .unwrap_or_else(|_| Err("internal error parsing the remat options (panic)".into()));
-        slot.is_ok()
+        let slot = unsafe { &mut *(data as *mut Option<Result<RematOptions, RematError>>) };
+        let parsed = std::panic::catch_unwind(|| unsafe { options_of(names, values, count) })
+            .map_err(|_| RematError::Panic("parsing the options"))
+            .and_then(|r| r.map_err(RematError::from));
+        let ok = parsed.is_ok();
+        *slot = Some(parsed);
+        ok
     }
     install_callbacks();
     let mut message = String::new();
-    let mut parsed: Result<RematOptions, String> = Err(String::new());
+    let mut parsed: Option<Result<RematOptions, RematError>> = None;
     let ok = unsafe {
         rematWithParsedOptions(
             string_ref(options),
             Some(append_message),
             &mut message as *mut String as *mut std::ffi::c_void,
             keep,
-            &mut parsed as *mut Result<RematOptions, String> as *mut std::ffi::c_void,
+            &mut parsed as *mut Option<Result<RematOptions, RematError>> as *mut std::ffi::c_void,
         )
     };
     match (ok, parsed) {
-        (true, Ok(options)) => Ok(options),
-        (_, Err(e)) if !e.is_empty() => Err(e),
-        _ => Err(message),
+        (true, Some(Ok(options))) => Ok(options),
+        (_, Some(Err(e))) => Err(e),
+        _ => Err(RematError::OptionSyntax(message)),
     }
 }

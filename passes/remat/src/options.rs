@@ -1,22 +1,50 @@
-//! The pass's options, declared once: used by the `remat-opt` flags, the Rust API and the
-//! textual pipeline `remat{strategy=… budget=… function=… cost-model=… unroll-limit=…
-//! tw-stop=… td-heuristic=… pw-stop=… polish=… ilp-order=… ilp-stages=… ilp-method=…
-//! ilp-time-limit=… ilp-gap=… ilp-warm-start=… ilp-seed=… auto-time-limit=…
-//! dtr-heuristic=… dtr-dealloc=… dtr-seed=… bandwidth=… compute-rate=… mem-slots=…}`.
-//! [`RematOptions::set`] parses every one of them by its pipeline name; the command line and
-//! the C++ registration shim both go through it.
+//! The pass's options as Rust values, parsed in one place ([`RematOptions::set`]) from their
+//! declaration in [`OPTIONS`](crate::OPTIONS) (option_table.rs): the `remat-opt` flags, the Rust
+//! API, the textual pipeline `remat{strategy=… budget=…}` and the C API all go through it.
 
-use remat_graph::units::{parse_budget, Budget};
+use crate::option_table::{expected, OptionKind, OptionSpec, OPTIONS};
+use remat_graph::units::{parse_budget, Budget, BudgetError};
 use remat_mlir::{CostModel, ImportOptions, DEFAULT_UNROLL_LIMIT};
-use remat_planners::chain::planner::ChainOptions;
-use remat_planners::dtr::{Dealloc, DtrOptions, Heuristic};
-use remat_planners::ilp::{IlpOptions, SolveMethod, StageOrder};
+use remat_planners::dtr::{Dealloc, Heuristic};
+use remat_planners::ilp::{SolveMethod, StageOrder};
 use remat_planners::treedec::EliminationHeuristic;
-use remat_planners::{auto, PlannerOptions};
+use remat_planners::PlannerOptions;
 
 /// Version of the pass options (docs/pass-options.md). Options are only added within a
-/// version; renaming or removing one, or changing what a value means, increments it.
-pub const PASS_OPTIONS_VERSION: u32 = 1;
+/// version; renaming or removing one, or changing what a value means (a default included),
+/// increments it.
+pub const PASS_OPTIONS_VERSION: u32 = 2;
+
+/// A bad option name or value.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum OptionError {
+    /// No option has this name.
+    #[error("unknown option '{0}'")]
+    UnknownOption(String),
+    /// A strategy, cost model, … that does not exist.
+    #[error("unknown {what} '{value}' (available: {available})")]
+    Unknown {
+        /// What was named (`strategy`).
+        what: &'static str,
+        /// The value given.
+        value: String,
+        /// The names there are, comma-separated.
+        available: String,
+    },
+    /// A budget that does not parse.
+    #[error(transparent)]
+    Budget(#[from] BudgetError),
+    /// Any other option's value is not of its kind.
+    #[error("invalid {name} '{value}' (expected {expected})")]
+    InvalidValue {
+        /// The option.
+        name: &'static str,
+        /// The value given.
+        value: String,
+        /// What its values look like.
+        expected: String,
+    },
+}
 
 /// Options of the remat pass.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,185 +64,100 @@ pub struct RematOptions {
 }
 
 impl Default for RematOptions {
+    /// Every option at its declared default.
     fn default() -> Self {
-        RematOptions {
-            strategy: "greedy".into(),
+        let mut options = RematOptions {
+            strategy: String::new(),
             budget: None,
             function: None,
             cost_model: CostModel::Estimate,
             unroll_limit: DEFAULT_UNROLL_LIMIT,
             planner: PlannerOptions::default(),
+        };
+        for spec in OPTIONS {
+            if let Err(e) = options.set(spec.name, "") {
+                unreachable!("the default of option '{}' does not parse: {e}", spec.name);
+            }
         }
+        options
     }
 }
 
 impl RematOptions {
-    /// Builds options from their textual forms, checking each (an empty `unroll_limit` is the
-    /// default).
-    pub fn from_strings(
-        strategy: &str,
-        budget: &str,
-        function: &str,
-        cost_model: &str,
-        unroll_limit: &str,
-    ) -> Result<Self, String> {
-        if remat_planners::strategy(strategy).is_none() {
-            return Err(format!("unknown strategy '{strategy}' (available: {})", remat_planners::strategy_names()));
+    /// Options with `(name, value)` pairs applied over the defaults, in order.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self, OptionError> {
+        let mut options = RematOptions::default();
+        for (name, value) in pairs {
+            options.set(name, value)?;
         }
-        let budget = if budget.trim().is_empty() { None } else { Some(parse_budget(budget)?) };
-        Ok(RematOptions {
-            strategy: strategy.to_string(),
-            budget,
-            function: (!function.is_empty()).then(|| function.to_string()),
-            cost_model: parse_cost_model(cost_model)?,
-            unroll_limit: DEFAULT_UNROLL_LIMIT,
-            planner: PlannerOptions::default(),
-        })
-        .and_then(|mut o| o.set("unroll-limit", unroll_limit).map(|_| o))
+        Ok(options)
     }
 
-    /// Sets one option from its pipeline name and textual value; an empty value keeps the
-    /// default. The one place options are parsed.
-    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+    /// Sets one option from its pipeline name and textual value; an empty value is the
+    /// option's default. The one place options are parsed.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), OptionError> {
+        let spec = spec(name).ok_or_else(|| OptionError::UnknownOption(name.to_string()))?;
         let value = value.trim();
-        let number =
-            |what: &str| value.parse::<usize>().map_err(|_| format!("invalid {name} '{value}' (expected {what})"));
-        match name {
+        let value = if value.is_empty() { spec.default } else { value };
+        let parsed = Parsed { spec, value };
+        let planner = &mut self.planner;
+        match spec.name {
             "strategy" => {
                 if remat_planners::strategy(value).is_none() {
-                    return Err(format!(
-                        "unknown strategy '{value}' (available: {})",
-                        remat_planners::strategy_names()
-                    ));
+                    return Err(unknown_strategy(value));
                 }
                 self.strategy = value.to_string();
             }
             "budget" => self.budget = if value.is_empty() { None } else { Some(parse_budget(value)?) },
             "function" => self.function = (!value.is_empty()).then(|| value.to_string()),
-            "cost-model" => self.cost_model = parse_cost_model(value)?,
-            "unroll-limit" => {
-                self.unroll_limit =
-                    if value.is_empty() { DEFAULT_UNROLL_LIMIT } else { number("a number of iterations")? }
+            "cost-model" => {
+                self.cost_model = match parsed.choice()? {
+                    Some("unit") => CostModel::Unit,
+                    _ => CostModel::Estimate,
+                }
             }
-            "tw-stop" => {
-                self.planner.tw_stop =
-                    if value.is_empty() { None } else { Some(number("a number of bags, at least 1")?.max(1)) }
-            }
-            "pw-stop" => {
-                self.planner.pw_stop =
-                    if value.is_empty() { None } else { Some(number("a number of bags, at least 1")?.max(1)) }
-            }
+            "unroll-limit" => self.unroll_limit = parsed.count()?.unwrap_or(DEFAULT_UNROLL_LIMIT),
+            "tw-stop" => planner.tw_stop = parsed.count()?,
+            "pw-stop" => planner.pw_stop = parsed.count()?,
             "td-heuristic" => {
-                self.planner.td_heuristic =
-                    if value.is_empty() { None } else { Some(EliminationHeuristic::parse(value)?) }
+                planner.td_heuristic = parsed.choice()?.map(|word| {
+                    EliminationHeuristic::ALL.into_iter().find(|h| h.name() == word).expect("declared choices")
+                })
             }
-            "polish" => self.planner.polish = parse_bool(name, value, true)?,
+            "polish" => planner.polish = parsed.boolean()?,
             "ilp-order" => {
-                self.planner.ilp.order = match value {
-                    "" => None,
-                    "fixed" => Some(StageOrder::Fixed),
-                    "free" => Some(StageOrder::Free),
-                    _ => return Err(format!("invalid ilp-order '{value}' (expected fixed or free)")),
-                }
+                planner.ilp.order = parsed.choice()?.map(|word| match word {
+                    "fixed" => StageOrder::Fixed,
+                    _ => StageOrder::Free,
+                })
             }
-            "ilp-stages" => {
-                self.planner.ilp.stages =
-                    if value.is_empty() { None } else { Some(number("a number of stages, at least 1")?.max(1)) }
-            }
+            "ilp-stages" => planner.ilp.stages = parsed.count()?,
             "ilp-method" => {
-                self.planner.ilp.method = match value {
-                    "" => None,
-                    "milp" => Some(SolveMethod::Milp),
-                    "lp-rounding" => Some(SolveMethod::LpRounding),
-                    _ => return Err(format!("invalid ilp-method '{value}' (expected milp or lp-rounding)")),
-                }
+                planner.ilp.method = parsed.choice()?.map(|word| match word {
+                    "milp" => SolveMethod::Milp,
+                    _ => SolveMethod::LpRounding,
+                })
             }
-            "ilp-time-limit" => {
-                self.planner.ilp.time_limit = parse_seconds(name, value, IlpOptions::default().time_limit)?
-            }
-            "ilp-gap" => {
-                self.planner.ilp.mip_gap = if value.is_empty() {
-                    IlpOptions::default().mip_gap
-                } else {
-                    match value.parse::<f64>() {
-                        Ok(gap) if gap.is_finite() && gap >= 0.0 => gap,
-                        _ => {
-                            return Err(format!(
-                                "invalid ilp-gap '{value}' (expected a relative gap such as 0.01, at least 0)"
-                            ))
-                        }
-                    }
-                }
-            }
-            "ilp-warm-start" => {
-                self.planner.ilp.warm_start = parse_bool(name, value, IlpOptions::default().warm_start)?
-            }
-            "ilp-seed" => {
-                self.planner.ilp.seed = if value.is_empty() {
-                    IlpOptions::default().seed
-                } else {
-                    value
-                        .parse::<u64>()
-                        .map_err(|_| format!("invalid ilp-seed '{value}' (expected a non-negative integer)"))?
-                }
-            }
-            "auto-time-limit" => self.planner.auto_time_limit = parse_seconds(name, value, auto::DEFAULT_TIME_LIMIT)?,
+            "ilp-time-limit" => planner.ilp.time_limit = parsed.real()?,
+            "ilp-gap" => planner.ilp.mip_gap = parsed.real()?,
+            "ilp-warm-start" => planner.ilp.warm_start = parsed.boolean()?,
+            "ilp-seed" => planner.ilp.seed = parsed.seed()?,
+            "auto-time-limit" => planner.auto_time_limit = parsed.real()?,
             "dtr-heuristic" => {
-                self.planner.dtr.heuristic = if value.is_empty() {
-                    DtrOptions::default().heuristic
-                } else {
-                    Heuristic::from_name(value).ok_or_else(|| {
-                        format!("invalid dtr-heuristic '{value}' (expected one of {})", Heuristic::names())
-                    })?
-                }
+                planner.dtr.heuristic =
+                    parsed.choice()?.and_then(Heuristic::from_name).expect("dtr-heuristic has a default")
             }
             "dtr-dealloc" => {
-                self.planner.dtr.dealloc = if value.is_empty() {
-                    DtrOptions::default().dealloc
-                } else {
-                    Dealloc::from_name(value)
-                        .ok_or_else(|| format!("invalid dtr-dealloc '{value}' (expected eager, banish or ignore)"))?
-                }
+                planner.dtr.dealloc = parsed.choice()?.and_then(Dealloc::from_name).expect("dtr-dealloc has a default")
             }
+            "dtr-seed" => planner.dtr.seed = parsed.seed()?,
             "bandwidth" => {
-                self.planner.chain.bandwidth = if value.is_empty() {
-                    None
-                } else {
-                    let number = value.strip_suffix("GB/s").unwrap_or(value).trim();
-                    match number.parse::<f64>() {
-                        Ok(gbs) if gbs.is_finite() && gbs >= 0.0 => Some(gbs * 1e9),
-                        _ => return Err(format!("invalid bandwidth '{value}' (expected GB/s, such as 16 or 16GB/s)")),
-                    }
-                }
+                let gbs = Parsed { value: value.strip_suffix("GB/s").unwrap_or(value).trim(), ..parsed };
+                planner.chain.bandwidth = if value.is_empty() { None } else { Some(gbs.real()? * 1e9) };
             }
-            "compute-rate" => {
-                self.planner.chain.compute_rate = if value.is_empty() {
-                    ChainOptions::default().compute_rate
-                } else {
-                    match value.parse::<f64>() {
-                        Ok(rate) if rate.is_finite() && rate > 0.0 => rate,
-                        _ => {
-                            return Err(format!(
-                                "invalid compute-rate '{value}' (expected cost units per second, such as 1e13)"
-                            ))
-                        }
-                    }
-                }
-            }
-            "mem-slots" => {
-                self.planner.chain.mem_slots =
-                    if value.is_empty() { None } else { Some(number("a number of memory slots, at least 1")?.max(1)) }
-            }
-            "dtr-seed" => {
-                self.planner.dtr.seed = if value.is_empty() {
-                    DtrOptions::default().seed
-                } else {
-                    value
-                        .parse::<u64>()
-                        .map_err(|_| format!("invalid dtr-seed '{value}' (expected a non-negative integer)"))?
-                }
-            }
-            other => return Err(format!("unknown option '{other}'")),
+            "compute-rate" => planner.chain.compute_rate = parsed.real()?,
+            "mem-slots" => planner.chain.mem_slots = parsed.count()?,
+            other => unreachable!("option '{other}' is declared but not parsed"),
         }
         Ok(())
     }
@@ -225,32 +168,221 @@ impl RematOptions {
     }
 }
 
-/// Parses a boolean option (`true`/`false`, `1`/`0`, `on`/`off`); empty is `default`.
-fn parse_bool(name: &str, value: &str, default: bool) -> Result<bool, String> {
-    match value {
-        "" => Ok(default),
-        "true" | "1" | "on" => Ok(true),
-        "false" | "0" | "off" => Ok(false),
-        _ => Err(format!("invalid {name} '{value}' (expected true or false)")),
+/// The declaration of the option named `name`.
+pub fn spec(name: &str) -> Option<&'static OptionSpec> {
+    OPTIONS.iter().find(|spec| spec.name == name)
+}
+
+/// A value about to be parsed as its option's kind.
+#[derive(Clone, Copy)]
+struct Parsed<'a> {
+    spec: &'static OptionSpec,
+    value: &'a str,
+}
+
+impl Parsed<'_> {
+    fn invalid(&self) -> OptionError {
+        OptionError::InvalidValue {
+            name: self.spec.name,
+            value: self.value.to_string(),
+            expected: expected(&self.spec.kind),
+        }
+    }
+
+    /// A count, raised to its minimum; `None` for an empty value.
+    fn count(&self) -> Result<Option<usize>, OptionError> {
+        let OptionKind::Count { min, .. } = self.spec.kind else { unreachable!("{} is not a count", self.spec.name) };
+        if self.value.is_empty() {
+            return Ok(None);
+        }
+        self.value.parse::<usize>().map(|n| Some(n.max(min))).map_err(|_| self.invalid())
+    }
+
+    /// One of the declared words; `None` for an empty value.
+    fn choice(&self) -> Result<Option<&'static str>, OptionError> {
+        let OptionKind::Choice { words, noun } = self.spec.kind else {
+            unreachable!("{} is not a choice", self.spec.name)
+        };
+        match words.iter().find(|&&w| w == self.value) {
+            Some(word) => Ok(Some(word)),
+            None if self.value.is_empty() => Ok(None),
+            None => Err(match noun {
+                Some(what) => OptionError::Unknown { what, value: self.value.to_string(), available: words.join(", ") },
+                None => self.invalid(),
+            }),
+        }
+    }
+
+    fn boolean(&self) -> Result<bool, OptionError> {
+        match self.value {
+            "true" | "1" | "on" => Ok(true),
+            "false" | "0" | "off" => Ok(false),
+            _ => Err(self.invalid()),
+        }
+    }
+
+    fn seed(&self) -> Result<u64, OptionError> {
+        self.value.parse::<u64>().map_err(|_| self.invalid())
+    }
+
+    /// Seconds (positive) or a real number as the kind says; always finite.
+    fn real(&self) -> Result<f64, OptionError> {
+        let positive = match self.spec.kind {
+            OptionKind::Seconds => true,
+            OptionKind::Real { positive, .. } => positive,
+            _ => unreachable!("{} is not a number", self.spec.name),
+        };
+        match self.value.parse::<f64>() {
+            Ok(x) if x.is_finite() && (x > 0.0 || (!positive && x >= 0.0)) => Ok(x),
+            _ => Err(self.invalid()),
+        }
     }
 }
 
-/// Parses a positive, finite number of seconds; empty is `default`.
-fn parse_seconds(name: &str, value: &str, default: f64) -> Result<f64, String> {
-    if value.is_empty() {
-        return Ok(default);
-    }
-    match value.parse::<f64>() {
-        Ok(seconds) if seconds.is_finite() && seconds > 0.0 => Ok(seconds),
-        _ => Err(format!("invalid {name} '{value}' (expected a positive number of seconds)")),
-    }
+/// The error for a strategy that does not exist.
+pub fn unknown_strategy(name: &str) -> OptionError {
+    OptionError::Unknown { what: "strategy", value: name.to_string(), available: remat_planners::strategy_names() }
 }
 
-/// Parses `estimate` or `unit`.
-pub fn parse_cost_model(text: &str) -> Result<CostModel, String> {
-    match text {
-        "estimate" => Ok(CostModel::Estimate),
-        "unit" => Ok(CostModel::Unit),
-        other => Err(format!("unknown cost model '{other}' (available: estimate, unit)")),
+/// The option table of docs/pass-options.md, rendered from [`OPTIONS`].
+pub fn options_markdown() -> String {
+    let words = |words: Vec<&str>| words.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ");
+    let mut table =
+        String::from("| option | remat-opt | value | default | strategies | meaning |\n|---|---|---|---|---|---|\n");
+    for spec in OPTIONS {
+        let flag = match spec.flag {
+            crate::option_table::Flag::Value(flag) => format!("`--{flag}`"),
+            crate::option_table::Flag::Switch { flag, value } => format!("`--{flag}` (`{}={value}`)", spec.name),
+        };
+        let value = match spec.kind {
+            OptionKind::Strategy => words(remat_planners::STRATEGIES.iter().map(|p| p.name()).collect()),
+            OptionKind::Choice { words: choices, .. } => words(choices.to_vec()),
+            kind => expected(&kind),
+        };
+        let default =
+            if spec.default.is_empty() { format!("empty: {}", spec.automatic) } else { format!("`{}`", spec.default) };
+        let strategies = if spec.strategies.is_empty() { "all".to_string() } else { words(spec.strategies.to_vec()) };
+        table.push_str(&format!("| `{}` | {flag} | {value} | {default} | {strategies} | {} |\n", spec.name, spec.help));
+    }
+    table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::option_table::Flag;
+    use remat_planners::chain::planner::ChainOptions;
+    use remat_planners::dtr::DtrOptions;
+    use remat_planners::ilp::IlpOptions;
+
+    #[test]
+    fn every_declared_option_parses_its_default() {
+        for spec in OPTIONS {
+            let mut options = RematOptions::default();
+            options.set(spec.name, spec.default).unwrap_or_else(|e| panic!("{}: {e}", spec.name));
+            assert_eq!(options, RematOptions::default(), "{}: its default is the default", spec.name);
+        }
+        assert!(matches!(RematOptions::default().set("colour", "blue"), Err(OptionError::UnknownOption(_))));
+    }
+
+    /// One default everywhere: the declared defaults are the planners' and the importer's.
+    #[test]
+    fn declared_defaults_are_the_libraries_defaults() {
+        let options = RematOptions::default();
+        assert_eq!(options.planner, PlannerOptions::default());
+        assert_eq!(options.planner.ilp, IlpOptions::default());
+        assert_eq!(options.planner.dtr, DtrOptions::default());
+        assert_eq!(options.planner.chain, ChainOptions::default());
+        assert_eq!(options.import_options(), ImportOptions::default());
+        assert_eq!(options.strategy, "none");
+        assert_eq!(options.budget, None);
+    }
+
+    /// Every choice the table declares is one the planners know, and the other way round.
+    #[test]
+    fn declared_choices_are_the_planners_names() {
+        let choices = |name: &str| match spec(name).unwrap().kind {
+            OptionKind::Choice { words, .. } => words.to_vec(),
+            _ => panic!("{name} is not a choice"),
+        };
+        assert_eq!(choices("td-heuristic"), EliminationHeuristic::ALL.map(|h| h.name()).to_vec());
+        assert_eq!(choices("dtr-heuristic"), Heuristic::ALL.map(|h| h.name()).to_vec());
+        assert_eq!(choices("dtr-dealloc"), Dealloc::ALL.map(|d| d.name()).to_vec());
+        for spec in OPTIONS {
+            for &strategy in spec.strategies {
+                assert!(remat_planners::strategy(strategy).is_some(), "{}: unknown strategy {strategy}", spec.name);
+            }
+        }
+    }
+
+    /// docs/pass-options.md shows the table as declared; `UPDATE_EXPECT=1` rewrites it.
+    #[test]
+    fn the_documented_options_are_the_declared_ones() {
+        const BEGIN: &str = "<!-- options: generated from passes/remat/src/option_table.rs -->\n";
+        const END: &str = "<!-- end of options -->";
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/pass-options.md");
+        let doc = std::fs::read_to_string(&path).expect("docs/pass-options.md");
+        let start = doc.find(BEGIN).expect("the doc marks where the options begin") + BEGIN.len();
+        let end = doc[start..].find(END).expect("and where they end") + start;
+        let generated = options_markdown();
+        if doc[start..end] != generated {
+            if std::env::var_os("UPDATE_EXPECT").is_some() {
+                std::fs::write(&path, format!("{}{generated}{}", &doc[..start], &doc[end..])).unwrap();
+            } else {
+                panic!(
+                    "docs/pass-options.md differs from the option table; run `UPDATE_EXPECT=1 cargo test -p remat-pass` \
+                     to rewrite it:\n{generated}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn names_and_flags_are_unique() {
+        let mut names: Vec<&str> = OPTIONS.iter().map(|s| s.name).collect();
+        let mut flags: Vec<&str> = OPTIONS
+            .iter()
+            .map(|s| match s.flag {
+                Flag::Value(f) | Flag::Switch { flag: f, .. } => f,
+            })
+            .collect();
+        names.sort();
+        flags.sort();
+        let count = OPTIONS.len();
+        names.dedup();
+        flags.dedup();
+        assert_eq!((names.len(), flags.len()), (count, count));
+    }
+
+    #[test]
+    fn bad_values_name_the_option_and_what_it_expects() {
+        let mut options = RematOptions::default();
+        let error =
+            |options: &mut RematOptions, name: &str, value: &str| options.set(name, value).unwrap_err().to_string();
+        assert_eq!(
+            error(&mut options, "ilp-order", "sideways"),
+            "invalid ilp-order 'sideways' (expected fixed or free)"
+        );
+        assert_eq!(
+            error(&mut options, "tw-stop", "many"),
+            "invalid tw-stop 'many' (expected a number of bags, at least 1)"
+        );
+        assert_eq!(
+            error(&mut options, "dtr-heuristic", "best"),
+            "invalid dtr-heuristic 'best' (expected one of dtr, dtr-eq, dtr-local, lru, size, msps, random, estar)"
+        );
+        assert_eq!(
+            error(&mut options, "strategy", "magic"),
+            format!("unknown strategy 'magic' (available: {})", remat_planners::strategy_names())
+        );
+        assert_eq!(
+            error(&mut options, "bandwidth", "fast"),
+            "invalid bandwidth 'fast' (expected GB/s, such as 16 or 16GB/s)"
+        );
+        // Counts are raised to their minimum; the bandwidth takes a unit.
+        options.set("tw-stop", "0").unwrap();
+        options.set("bandwidth", "16GB/s").unwrap();
+        assert_eq!((options.planner.tw_stop, options.planner.chain.bandwidth), (Some(1), Some(16e9)));
+        assert_eq!(options, RematOptions::from_pairs([("tw-stop", "1"), ("bandwidth", "16")]).unwrap());
     }
 }

@@ -1,4 +1,4 @@
-//! The memory report: one per planned function, as JSON (DESIGN.md, "Report JSON") and as a
+//! The memory report: one per planned function, as JSON (docs/report-schema.md) and as a
 //! table for people.
 
 use remat_graph::units::Bytes;

@@ -150,7 +150,7 @@ fn plan_example(context: &RematContext, name: &str, options: &RematOptions) -> (
             assert!(planned.report.plan_peak_bytes <= budget, "{name}: plan exceeds its budget");
             (report, module.as_operation().to_string())
         }
-        Err(e) => (serde_json::json!({ "error": e }), String::new()),
+        Err(e) => (serde_json::json!({ "error": e.to_string() }), String::new()),
     }
 }
 
@@ -167,7 +167,7 @@ fn example_reports() {
             ("pathwidth", ""),
             ("acg", ""),
         ] {
-            let options = RematOptions::from_strings(strategy, budget, "", "estimate", "").unwrap();
+            let options = RematOptions::from_pairs([("strategy", strategy), ("budget", budget)]).unwrap();
             let (report, _) = plan_example(&context, name, &options);
             let budget_name = if budget.is_empty() { "unbounded".to_string() } else { budget.replace('%', "pct") };
             let snapshot = format!("{}-{strategy}-{budget_name}", name.trim_end_matches(".mlir"));
@@ -178,7 +178,7 @@ fn example_reports() {
 
 #[test]
 fn output_is_deterministic() {
-    let options = RematOptions::from_strings("greedy", "70%", "", "estimate", "").unwrap();
+    let options = RematOptions::from_pairs([("strategy", "greedy"), ("budget", "70%")]).unwrap();
     let first = plan_example(&RematContext::new(), "transformer.linalg.mlir", &options).1;
     let second = plan_example(&RematContext::new(), "transformer.linalg.mlir", &options).1;
     assert!(!first.is_empty());
@@ -207,7 +207,7 @@ fn create_remat_pass_runs_in_a_pass_manager() {
         std::fs::read_to_string(format!("{}/../../lit-tests/greedy/chain.mlir", env!("CARGO_MANIFEST_DIR"))).unwrap();
     let mut module = context.parse(&chain, "chain.mlir").unwrap();
     let manager = melior::pass::PassManager::new(context.context());
-    let options = RematOptions::from_strings("greedy", "4KiB", "", "estimate", "").unwrap();
+    let options = RematOptions::from_pairs([("strategy", "greedy"), ("budget", "4KiB")]).unwrap();
     manager.nested_under("func.func").add_pass(remat_pass::create_remat_pass(options));
     manager.run(&mut module).unwrap_or_else(|e| panic!("{e}: {:?}", context.take_diagnostics()));
     context.verify(&module).unwrap();
@@ -217,11 +217,36 @@ fn create_remat_pass_runs_in_a_pass_manager() {
     // An impossible budget fails the pass with a diagnostic on the function.
     let mut module = context.parse(&chain, "chain.mlir").unwrap();
     let manager = melior::pass::PassManager::new(context.context());
-    let options = RematOptions::from_strings("greedy", "1KiB", "", "estimate", "").unwrap();
+    let options = RematOptions::from_pairs([("strategy", "greedy"), ("budget", "1KiB")]).unwrap();
     manager.nested_under("func.func").add_pass(remat_pass::create_remat_pass(options));
     assert!(manager.run(&mut module).is_err());
     let diagnostics = context.take_diagnostics();
     assert!(diagnostics.iter().any(|d| d.message.contains("lower bound")), "{diagnostics:?}");
+}
+
+/// The options MLIR registered (generated from the table by build.rs) are the declared ones,
+/// with the declared defaults: a pipeline that names none, or each at its default, parses to
+/// `RematOptions::default()`, and MLIR's parser knows every name.
+#[test]
+fn registered_options_are_the_declared_ones() {
+    assert_eq!(remat_pass::parse_pipeline_options("").unwrap(), RematOptions::default());
+    for spec in remat_pass::OPTIONS {
+        let given = format!("{}={}", spec.name, if spec.default.is_empty() { "''" } else { spec.default });
+        let parsed = remat_pass::parse_pipeline_options(&given).unwrap_or_else(|e| panic!("{given}: {e}"));
+        assert_eq!(parsed, RematOptions::default(), "{given}");
+    }
+    let error = remat_pass::parse_pipeline_options("colour=blue").unwrap_err().to_string();
+    assert!(error.contains("no such option colour"), "{error}");
+    let context = RematContext::new();
+    remat_pass::register_remat_pass();
+    let every: Vec<String> = remat_pass::OPTIONS
+        .iter()
+        .filter(|s| !s.default.is_empty())
+        .map(|s| format!("{}={}", s.name, s.default))
+        .collect();
+    let pipeline = format!("builtin.module(func.func(remat{{{}}}))", every.join(" "));
+    let manager = melior::pass::PassManager::new(context.context());
+    melior::utility::parse_pass_pipeline(manager.as_operation_pass_manager(), &pipeline).unwrap();
 }
 
 #[test]
@@ -268,7 +293,7 @@ fn ilp_and_auto_options_parse_by_their_pipeline_names() {
         ("ilp-seed", "x"),
         ("auto-time-limit", "NaN"),
     ] {
-        let error = options.set(name, value).unwrap_err();
+        let error = options.set(name, value).unwrap_err().to_string();
         assert!(error.starts_with(&format!("invalid {name} '{value}'")), "{error}");
     }
 }
@@ -279,7 +304,7 @@ fn report_shows_the_ilp_certificate_and_the_comparison() {
     use remat_planners::auto::Candidate;
     use remat_planners::ilp::{Certificate, SolveStatus};
     let context = RematContext::new();
-    let options = RematOptions::from_strings("greedy", "90%", "", "estimate", "").unwrap();
+    let options = RematOptions::from_pairs([("strategy", "greedy"), ("budget", "90%")]).unwrap();
     let module = context.parse(&example("mlp.linalg.mlir"), "mlp.linalg.mlir").unwrap();
     let imported = import(&module, None, &ImportOptions::default()).unwrap();
     let mut report = plan_function(imported, &options).unwrap().report;
@@ -363,10 +388,10 @@ fn assert_same_outputs(a: &StepRun, b: &StepRun, what: &str) {
     }
 }
 
-/// The contract of DESIGN.md: a rewritten step, lowered with deallocations after last uses,
-/// allocates at its peak exactly the bytes the planner predicted, and computes bit-identical
-/// outputs. rnn_scan's loops are unrolled by the importer; its scan accumulators are updated
-/// in place.
+/// The contract of docs/memory-model.md ("How the lowering keeps the model"): a rewritten
+/// step, lowered with deallocations after last uses, allocates at its peak exactly the bytes
+/// the planner predicted, and computes bit-identical outputs. rnn_scan's loops are unrolled by
+/// the importer; its scan accumulators are updated in place.
 #[test]
 fn measured_peak_is_the_planned_peak_on_the_small_examples() {
     let context = RematContext::new();
@@ -384,7 +409,7 @@ fn measured_peak_is_the_planned_peak_on_the_small_examples() {
         for (strategy, budget) in
             [("none", ""), ("greedy", "50%"), ("greedy", ""), ("treewidth", ""), ("pathwidth", ""), ("acg", "")]
         {
-            let options = RematOptions::from_strings(strategy, budget, "", "estimate", "").unwrap();
+            let options = RematOptions::from_pairs([("strategy", strategy), ("budget", budget)]).unwrap();
             let mut module = context.parse(&example(name), name).unwrap();
             let imported = import(&module, None, &ImportOptions::default()).unwrap();
             let Ok(planned) = plan_function(imported, &options) else {
@@ -414,7 +439,7 @@ fn gpu_loop_nests_compute_the_step_on_the_cpu() {
         ("rnn_scan.linalg.mlir", "none"),
         ("torch_mlp.linalg.mlir", "greedy"),
     ] {
-        let options = RematOptions::from_strings(strategy, "", "", "estimate", "").unwrap();
+        let options = RematOptions::from_pairs([("strategy", strategy), ("budget", "")]).unwrap();
         let rewritten = || {
             let module = context.parse(&example(name), name).unwrap();
             let planned = plan_function(import(&module, None, &ImportOptions::default()).unwrap(), &options).unwrap();

@@ -142,7 +142,7 @@ fn header(
          (the papers' figures). The papers' experiments reproduced one by one — TWRemat(k) curves, \
          Re-forwarding's Tables 1–2, DTR's heuristics and Theorem 3.1, the chain DP with offloading — are in \
          [bench/README.md](bench/README.md) (`bash tools/bench.sh`).\n\n\
-         **Terms.** *Budget*: a percentage of the input order's peak. *Peak*: DESIGN.md's memory model — the most \
+         **Terms.** *Budget*: a percentage of the input order's peak. *Peak*: the [memory model](memory-model.md) — the most \
          bytes live at once, function arguments (parameters, inputs) excluded, outputs included. *Overhead*: \
          extra compute of the plan by the cost model (2·M·N·K per matmul, per-element work otherwise), \
          `plan cost / input order's cost − 1`. *Measured*: the peak `remat-run` counted while running the step \

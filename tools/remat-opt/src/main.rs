@@ -1,4 +1,4 @@
-//! `remat-opt`: the mlir-opt-style driver (DESIGN.md, "Command line").
+//! `remat-opt`: the mlir-opt-style driver (README.md, "Using it").
 //!
 //! The only place in remat-opt that does I/O: it reads the input (MLIR, graph JSON or a DTR log, a file
 //! or stdin), plans with the remat pass library (or, under `--sweep`, plans at every budget
@@ -6,11 +6,12 @@
 //! succeeded (atomically for `-o` and every other file), so a failure never leaves a partial
 //! file.
 
-use clap::{Parser, ValueEnum};
+use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
 use remat_graph::json;
 use remat_graph::{Graph, NodeId};
 use remat_mlir::{MlirError, RematContext};
-use remat_pass::{plan_function, RematOptions, Report};
+use remat_pass::option_table::{described, Flag};
+use remat_pass::{plan_function, OptionSpec, RematOptions, Report, OPTIONS};
 use remat_planners::sweep::{self, SweepTable};
 use remat_planners::Planner;
 use std::io::{Read, Write};
@@ -32,6 +33,8 @@ enum Emit {
     Library,
 }
 
+/// remat-opt's own flags. The pass options (`--remat`, `--budget`, …) are added to these from
+/// their one declaration, [`OPTIONS`], by [`command`].
 #[derive(Parser, Debug)]
 #[command(
     name = "remat-opt",
@@ -45,12 +48,6 @@ struct Cli {
     /// Output file (default: stdout). Written only if everything succeeds.
     #[arg(short = 'o', value_name = "OUTPUT")]
     output: Option<PathBuf>,
-    /// Rematerialization strategy.
-    #[arg(long = "remat", value_name = "STRATEGY", default_value = "none")]
-    strategy: String,
-    /// Peak memory budget: bytes, with KiB/MiB/GiB (or KB/MB/GB), or N% of the input order's peak.
-    #[arg(long)]
-    budget: Option<String>,
     /// Print a memory report (to stderr).
     #[arg(long)]
     report: bool,
@@ -63,75 +60,6 @@ struct Cli {
     /// What to write.
     #[arg(long, value_enum, default_value = "mlir")]
     emit: Emit,
-    /// The function to plan (default: the module's public function).
-    #[arg(long)]
-    function: Option<String>,
-    /// Cost model: `estimate` (from op semantics) or `unit` (every op costs 1).
-    #[arg(long = "cost-model", default_value = "estimate")]
-    cost_model: String,
-    /// Unroll `stablehlo.while` loops whose trip count is static and at most N before planning,
-    /// so the plan sees (and can recompute) every iteration's ops; 0 keeps every loop whole.
-    #[arg(long = "unroll-limit", value_name = "N", default_value_t = remat_mlir::DEFAULT_UNROLL_LIMIT)]
-    unroll_limit: usize,
-    /// TWRemat(k): stop the recursion in parts with fewer than K bags (default: choose K).
-    #[arg(long = "tw-stop", value_name = "K")]
-    tw_stop: Option<usize>,
-    /// Tree decomposition heuristic for `treewidth`: min-fill or min-degree (default: both).
-    #[arg(long = "td-heuristic", value_name = "HEURISTIC")]
-    td_heuristic: Option<String>,
-    /// PWRemat(k): stop the recursion in decompositions with fewer than K bags (default: choose K).
-    #[arg(long = "pw-stop", value_name = "K")]
-    pw_stop: Option<usize>,
-    /// Keep the strategy's schedule as it is (no polishing pass).
-    #[arg(long = "no-polish")]
-    no_polish: bool,
-    /// ILP stages: `fixed` (Checkmate's, in the input order) or `free` (order-free)
-    /// (default: by graph size).
-    #[arg(long = "ilp-order", value_name = "fixed|free")]
-    ilp_order: Option<String>,
-    /// Stages of the order-free ILP (default: enough for the input order and the warm start).
-    #[arg(long = "ilp-stages", value_name = "N")]
-    ilp_stages: Option<String>,
-    /// How the ILP is solved: `milp` or `lp-rounding` (LP relaxation and rounding) (default:
-    /// by graph size).
-    #[arg(long = "ilp-method", value_name = "milp|lp-rounding")]
-    ilp_method: Option<String>,
-    /// Wall-clock limit of the ILP solver, in seconds (default: 60).
-    #[arg(long = "ilp-time-limit", value_name = "SECONDS")]
-    ilp_time_limit: Option<String>,
-    /// Relative MIP gap at which the ILP solver stops (default: 1e-4).
-    #[arg(long = "ilp-gap", value_name = "REL")]
-    ilp_gap: Option<String>,
-    /// Seed the ILP solver with the best heuristic plan (default: true).
-    #[arg(long = "ilp-warm-start", value_name = "true|false")]
-    ilp_warm_start: Option<String>,
-    /// Seed of the ILP's randomized rounding (default: 0).
-    #[arg(long = "ilp-seed", value_name = "N")]
-    ilp_seed: Option<String>,
-    /// Wall-clock seconds `--remat=auto` spends over all strategies; the ILP, run last, gets
-    /// what remains (default: 60).
-    #[arg(long = "auto-time-limit", value_name = "SECONDS")]
-    auto_time_limit: Option<String>,
-    /// DTR's eviction heuristic: dtr, dtr-eq, dtr-local, lru, size, msps, random or estar
-    /// (default: dtr-eq).
-    #[arg(long = "dtr-heuristic", value_name = "HEURISTIC")]
-    dtr_heuristic: Option<String>,
-    /// What DTR does when the program drops a value: eager (evict it), banish (free it for
-    /// good) or ignore (default: eager).
-    #[arg(long = "dtr-dealloc", value_name = "eager|banish|ignore")]
-    dtr_dealloc: Option<String>,
-    /// Seed of DTR's random heuristic (default: 0).
-    #[arg(long = "dtr-seed", value_name = "N")]
-    dtr_seed: Option<String>,
-    /// Host link bandwidth for `--remat=chain`'s offloading plan, in GB/s (default: none).
-    #[arg(long, value_name = "GB/s")]
-    bandwidth: Option<String>,
-    /// Cost units per second, turning costs into time for `--bandwidth` (default: 1e13).
-    #[arg(long = "compute-rate", value_name = "UNITS/s")]
-    compute_rate: Option<String>,
-    /// Memory discretization of the chain DP (default: exact when small, else 50).
-    #[arg(long = "mem-slots", value_name = "N")]
-    mem_slots: Option<String>,
     /// Plan the function at each budget (percentages of the input order's peak; default
     /// 100,90,…,20) with every strategy but auto, and print the table instead of the module.
     #[arg(long, value_name = "P1,P2,…", num_args = 0..=1, require_equals = true, default_missing_value = "")]
@@ -171,6 +99,10 @@ struct Cli {
     /// Print the lowering pipeline for `--lower`'s target (default cpu) and exit.
     #[arg(long = "print-lowering-pipeline")]
     print_lowering_pipeline: bool,
+    /// The pass options given on the command line, as (pipeline name, value), in
+    /// declaration order; filled by [`parse_command_line`].
+    #[arg(skip)]
+    pass_options: Vec<(&'static str, String)>,
 }
 
 /// What `--sweep` asks for.
@@ -209,7 +141,7 @@ fn main() -> ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("REMAT_LOG"))
         .with_writer(std::io::stderr)
         .init();
-    let cli = match Cli::try_parse() {
+    let cli = match parse_command_line() {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -224,6 +156,65 @@ fn main() -> ExitCode {
             }
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The command line: remat-opt's own flags, then one per pass option of [`OPTIONS`].
+fn command() -> clap::Command {
+    const HEADING: &str = "Pass options (remat{name=value} in a pipeline; docs/pass-options.md)";
+    OPTIONS.iter().fold(Cli::command(), |command, spec| command.arg(pass_option(spec).help_heading(HEADING)))
+}
+
+/// The flag of one pass option. Values are strings here: [`RematOptions::set`] parses them,
+/// as it does a pipeline's, so both report a bad value in the same words.
+fn pass_option(spec: &'static OptionSpec) -> Arg {
+    match spec.flag {
+        Flag::Value(flag) => {
+            let arg = Arg::new(spec.name).long(flag).value_name(spec.value_name).num_args(1).help(described(spec));
+            if spec.name == "strategy" {
+                let strategies: Vec<String> =
+                    remat_planners::STRATEGIES.iter().map(|p| format!("  {:<10} {}", p.name(), p.summary())).collect();
+                arg.long_help(format!("{}\n\nStrategies:\n{}", described(spec), strategies.join("\n")))
+            } else {
+                arg
+            }
+        }
+        Flag::Switch { flag, value } => Arg::new(spec.name).long(flag).action(ArgAction::SetTrue).help(format!(
+            "Sets {}={value}. {}",
+            spec.name,
+            described(spec)
+        )),
+    }
+}
+
+fn parse_command_line() -> Result<Cli, clap::Error> {
+    cli_from_matches(&command().try_get_matches()?)
+}
+
+/// [`Cli`] with the pass options given, in declaration order.
+fn cli_from_matches(matches: &ArgMatches) -> Result<Cli, clap::Error> {
+    let mut cli = Cli::from_arg_matches(matches)?;
+    for spec in OPTIONS {
+        match spec.flag {
+            Flag::Value(_) => {
+                if let Some(value) = matches.get_one::<String>(spec.name) {
+                    cli.pass_options.push((spec.name, value.clone()));
+                }
+            }
+            Flag::Switch { value, .. } => {
+                if matches.get_flag(spec.name) {
+                    cli.pass_options.push((spec.name, value.to_string()));
+                }
+            }
+        }
+    }
+    Ok(cli)
+}
+
+impl Cli {
+    /// Whether the pass option `name` was given.
+    fn given(&self, name: &str) -> bool {
+        self.pass_options.iter().any(|(n, _)| *n == name)
     }
 }
 
@@ -251,13 +242,18 @@ fn lowering_target(cli: &Cli) -> Result<Option<remat_lower::Target>, Failure> {
 }
 
 /// Lowers `module` when `--lower` asks for it, then renders what `--emit` asks for.
-fn lower_and_emit(cli: &Cli, context: &RematContext, module: &mut melior::ir::Module) -> Result<Vec<u8>, Failure> {
+fn lower_and_emit(
+    cli: &Cli,
+    function: Option<&str>,
+    context: &RematContext,
+    module: &mut melior::ir::Module,
+) -> Result<Vec<u8>, Failure> {
     let target = lowering_target(cli)?;
     let mut signature = None;
     if let Some(target) = &target {
         if cli.emit == Emit::Library {
-            let function = remat_mlir::select_function_name(module, cli.function.as_deref())
-                .map_err(|e| Failure(vec![e.to_string()]))?;
+            let function =
+                remat_mlir::select_function_name(module, function).map_err(|e| Failure(vec![e.to_string()]))?;
             signature =
                 Some(remat_lower::signature(module, &function).map_err(|e| Failure(vec![format!("error: {e}")]))?);
         }
@@ -370,39 +366,8 @@ fn name_source(line: String, source_name: &str) -> String {
     }
 }
 
-fn remat_options(cli: &Cli) -> Result<RematOptions, String> {
-    let mut options = RematOptions::default();
-    let tw_stop = cli.tw_stop.map(|k| k.to_string()).unwrap_or_default();
-    let pw_stop = cli.pw_stop.map(|k| k.to_string()).unwrap_or_default();
-    let text = |value: &Option<String>| value.clone().unwrap_or_default();
-    for (name, value) in [
-        ("strategy", cli.strategy.clone()),
-        ("budget", text(&cli.budget)),
-        ("function", text(&cli.function)),
-        ("cost-model", cli.cost_model.clone()),
-        ("unroll-limit", cli.unroll_limit.to_string()),
-        ("tw-stop", tw_stop),
-        ("td-heuristic", text(&cli.td_heuristic)),
-        ("pw-stop", pw_stop),
-        ("polish", (if cli.no_polish { "false" } else { "true" }).to_string()),
-        ("ilp-order", text(&cli.ilp_order)),
-        ("ilp-stages", text(&cli.ilp_stages)),
-        ("ilp-method", text(&cli.ilp_method)),
-        ("ilp-time-limit", text(&cli.ilp_time_limit)),
-        ("ilp-gap", text(&cli.ilp_gap)),
-        ("ilp-warm-start", text(&cli.ilp_warm_start)),
-        ("ilp-seed", text(&cli.ilp_seed)),
-        ("auto-time-limit", text(&cli.auto_time_limit)),
-        ("dtr-heuristic", text(&cli.dtr_heuristic)),
-        ("dtr-dealloc", text(&cli.dtr_dealloc)),
-        ("dtr-seed", text(&cli.dtr_seed)),
-        ("bandwidth", text(&cli.bandwidth)),
-        ("compute-rate", text(&cli.compute_rate)),
-        ("mem-slots", text(&cli.mem_slots)),
-    ] {
-        options.set(name, &value)?;
-    }
-    Ok(options)
+fn remat_options(cli: &Cli) -> Result<RematOptions, remat_pass::OptionError> {
+    RematOptions::from_pairs(cli.pass_options.iter().map(|(name, value)| (*name, value.as_str())))
 }
 
 /// `--sweep` and its companions: `None` without any of them; an error for a bad percentage or
@@ -412,7 +377,7 @@ fn sweep_request(cli: &Cli) -> Result<Option<SweepRequest>, String> {
         return Ok(None);
     }
     let conflicts = [
-        ("--budget", cli.budget.is_some()),
+        ("--budget", cli.given("budget")),
         ("--emit", cli.emit != Emit::Mlir),
         ("--lower", cli.lower.is_some()),
         ("--pass-pipeline", cli.pass_pipeline.is_some()),
@@ -541,7 +506,7 @@ fn process(
             }
             return Err(Failure(lines));
         }
-        let output = lower_and_emit(cli, &context, &mut module)?;
+        let output = lower_and_emit(cli, options.function.as_deref(), &context, &mut module)?;
         return Ok(Processed { output, report: None, sweep: None });
     }
     let imported = remat_mlir::import(&module, options.function.as_deref(), &options.import_options())?;
@@ -574,7 +539,7 @@ fn process(
                 lines.push(format!("{location}: error: internal error: the rewritten module does not verify"));
                 Failure(lines)
             })?;
-            lower_and_emit(cli, &context, &mut module)?
+            lower_and_emit(cli, options.function.as_deref(), &context, &mut module)?
         }
     };
     Ok(Processed { output: out, report: Some(planned.report), sweep: None })
@@ -665,14 +630,68 @@ fn process_graph_json(
     Ok(Processed { output: out, report: Some(report), sweep: None })
 }
 
-/// Writes `bytes` to a temporary file beside `path`, then renames it into place.
+/// Writes `bytes` to a temporary file beside `path`, then renames it into place, so a failure
+/// never leaves a partial file. A path that is a link is resolved first (the link stays); one
+/// that is not a regular file (`/dev/null`, `/dev/stdout`, a pipe) is written directly: renaming
+/// over it would replace the device with a file.
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "output".into());
+    let target = match std::fs::canonicalize(path) {
+        Ok(resolved) if !std::fs::metadata(&resolved)?.is_file() => return std::fs::write(&resolved, bytes),
+        Ok(resolved) => resolved,
+        Err(_) => path.to_path_buf(),
+    };
+    let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "output".into());
     let tmp = dir.join(format!(".{name}.remat-opt-{}.tmp", std::process::id()));
-    let result = std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, path));
+    let result = std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, &target));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every declared pass option is a flag, spelled as declared; nothing else is.
+    #[test]
+    fn the_pass_flags_are_the_declared_options() {
+        let command = command();
+        for spec in OPTIONS {
+            let arg = command.get_arguments().find(|a| a.get_id() == spec.name).expect(spec.name);
+            let flag = match spec.flag {
+                Flag::Value(flag) | Flag::Switch { flag, .. } => flag,
+            };
+            assert_eq!(arg.get_long(), Some(flag), "{}", spec.name);
+        }
+        let own = Cli::command().get_arguments().count();
+        assert_eq!(command.get_arguments().count(), own + OPTIONS.len());
+    }
+
+    /// A device or a link is written through, never replaced; a regular file is replaced.
+    #[test]
+    fn atomic_writes_leave_devices_and_links_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        write_atomically(Path::new("/dev/null"), b"discarded").unwrap();
+        assert!(!std::fs::metadata("/dev/null").unwrap().is_file(), "/dev/null is still a device");
+        let file = dir.path().join("out.mlir");
+        let link = dir.path().join("link.mlir");
+        std::fs::write(&file, "old").unwrap();
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        write_atomically(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "new");
+        write_atomically(&dir.path().join("fresh.mlir"), b"made").unwrap();
+        assert_eq!(std::fs::read_to_string(dir.path().join("fresh.mlir")).unwrap(), "made");
+    }
+
+    #[test]
+    fn flags_become_pass_options_in_declaration_order() {
+        let matches = command().try_get_matches_from(["remat-opt", "--no-polish", "--budget=60%", "--remat", "greedy"]);
+        let cli = cli_from_matches(&matches.unwrap()).unwrap();
+        let expected = [("strategy", "greedy"), ("budget", "60%"), ("polish", "false")];
+        assert_eq!(cli.pass_options.iter().map(|(n, v)| (*n, v.as_str())).collect::<Vec<_>>(), expected);
+        assert_eq!(remat_options(&cli).unwrap(), RematOptions::from_pairs(expected).unwrap());
+    }
 }

@@ -1,4 +1,5 @@
-//! `remat-run`: execute a training step on the CPU and measure it (DESIGN.md, "Command line").
+//! `remat-run`: execute a training step on the CPU and measure it (README.md, "Running a
+//! step: `remat-run`").
 //!
 //! The step is a tensor-level module (what `remat-opt` writes; lowered here with
 //! `remat_lower::pipeline`) or one already lowered by `remat-opt --lower=cpu`. Inputs are

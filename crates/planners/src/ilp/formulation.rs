@@ -1,5 +1,5 @@
 //! The stage formulation of Checkmate (Jain et al., MLSys 2020, §4), written against
-//! remat-opt's memory model (DESIGN.md).
+//! remat-opt's memory model (docs/memory-model.md).
 //!
 //! A schedule is cut into stages; stage `t` computes the nodes with `R[t,i] = 1` in the input
 //! order's numbering, each at most once. `S[t,i] = 1` keeps the latest value of `i` from

@@ -179,7 +179,7 @@ int main(int argc, char **argv) {
   mlirModuleDestroy(copy);
 
   printf("ERRORS\n");
-  MlirLogicalResult infeasible = rematPlan(function, mlirStringRefCreateFromCString("budget=1KiB"), NULL, NULL);
+  MlirLogicalResult infeasible = rematPlan(function, mlirStringRefCreateFromCString("strategy=greedy budget=1KiB"), NULL, NULL);
   printf("infeasible: %s\n", mlirLogicalResultIsFailure(infeasible) ? "failure" : "success");
   MlirLogicalResult invalid = rematPlan(function, mlirStringRefCreateFromCString("strategy=treewidth polish=maybe"), NULL, NULL);
   printf("invalid: %s\n", mlirLogicalResultIsFailure(invalid) ? "failure" : "success");

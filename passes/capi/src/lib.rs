@@ -57,11 +57,11 @@ pub unsafe extern "C" fn rematCreatePass(
 ) -> MlirPass {
     let created =
         catch_unwind(|| remat_pass::create_remat_pass_from_options(&remat_mlir::ir::string_ref_to_string(options)))
-            .unwrap_or_else(|_| Err("internal error creating the remat pass (panic)".into()));
+            .unwrap_or(Err(remat_pass::RematError::Panic("creating the pass")));
     match created {
         Ok(pass) => pass,
-        Err(message) => {
-            unsafe { send(error_callback, user_data, &message) };
+        Err(e) => {
+            unsafe { send(error_callback, user_data, &e.to_string()) };
             MlirPass { ptr: std::ptr::null_mut() }
         }
     }
@@ -120,7 +120,7 @@ unsafe fn plan_and_report(
 ) -> MlirLogicalResult {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let options = remat_pass::parse_pipeline_options(&remat_mlir::ir::string_ref_to_string(options))
-            .map_err(|message| MlirError { location: None, message: format!("invalid remat options: {message}") })?;
+            .map_err(|e| MlirError { location: None, message: format!("invalid remat options: {e}") })?;
         plan(op, &options)
     }))
     .unwrap_or_else(|_| Err(MlirError { location: None, message: "internal error in the remat pass (panic)".into() }));

@@ -7,7 +7,7 @@
 #   Remat::mlir_c        MLIR's C API (Debian ships it only as static libMLIRCAPI*.a archives
 #                        over libMLIR.so), for C callers that use mlir-c/ themselves.
 #
-# From the source tree, point Remat_DIR at crates/capi/cmake and REMAT_LIBRARY_DIR at cargo's
+# From the source tree, point Remat_DIR at passes/capi/cmake and REMAT_LIBRARY_DIR at cargo's
 # output (target/release or target/debug). tools/install-capi.sh installs the package in a
 # prefix, where it finds everything next to itself.
 
@@ -16,7 +16,7 @@ include(CMakeFindDependencyMacro)
 find_dependency(MLIR 22.1 CONFIG HINTS /usr/lib/llvm-22/lib/cmake/mlir)
 
 if(EXISTS "${CMAKE_CURRENT_LIST_DIR}/../include/remat-c/Remat.h")
-  # Source tree: crates/capi/cmake.
+  # Source tree: passes/capi/cmake.
   get_filename_component(_remat_include "${CMAKE_CURRENT_LIST_DIR}/../include" ABSOLUTE)
 else()
   # Installed: PREFIX/lib/cmake/Remat.

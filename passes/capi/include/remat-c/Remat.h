@@ -35,7 +35,7 @@ extern "C" {
 /// Version of the pass options (docs/pass-options.md). Options are only added
 /// within a version; renaming or removing one, or changing what a value means,
 /// increments it.
-#define REMAT_PASS_OPTIONS_VERSION 1
+#define REMAT_PASS_OPTIONS_VERSION 2
 /// Version of the report JSON (docs/report-schema.md), also its
 /// `schema_version` field. Fields are only added within a version.
 #define REMAT_REPORT_SCHEMA_VERSION 1
