@@ -48,18 +48,179 @@
 //! Every node records its op name and `line N` of the log as its origin. A missing `ALIAS`
 //! line means a fresh storage, a missing `MEMORY` line 0 bytes. Errors name the 1-based line.
 
-use crate::graph::{Graph, GraphBuilder, NodeId, NodeSpec};
+use crate::graph::{Graph, GraphBuilder, GraphError, NodeId, NodeSpec};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
 /// A DTR log that could not be read, with the line it went wrong on.
 #[derive(Debug, thiserror::Error, PartialEq)]
-#[error("line {line}: {message}")]
+#[error("line {line}: {kind}")]
 pub struct DtrLogError {
     /// 1-based line of the log (the last line for a problem found at the end).
     pub line: usize,
-    /// What is wrong.
-    pub message: String,
+    /// What is wrong (its `Display` is the message, without the line).
+    pub kind: DtrLogErrorKind,
+}
+
+/// What is wrong with a DTR log line. `record` fields describe the line being read as the
+/// messages name it: `a log line`, `CONSTANT`, `COPY`, `CALL <op>`, `MUTATE <op>`, …
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum DtrLogErrorKind {
+    /// The line is not JSON.
+    #[error("invalid JSON: {0}")]
+    InvalidJson(
+        /// serde_json's description of the problem.
+        String,
+    ),
+    /// The line is JSON, but not an object.
+    #[error("a log line must be a JSON object")]
+    NotAnObject,
+    /// A required field is absent.
+    #[error("{record} without \"{field}\"")]
+    MissingField {
+        /// The record (see the enum).
+        record: String,
+        /// The absent field.
+        field: String,
+    },
+    /// A field that must be a string is not.
+    #[error("{record}: \"{field}\" must be a string, found {found}")]
+    NotAString {
+        /// The record (see the enum).
+        record: String,
+        /// The field.
+        field: String,
+        /// Its value.
+        found: Box<Value>,
+    },
+    /// A field that must be a list of strings is not.
+    #[error("{record}: \"{field}\" must be a list of strings")]
+    NotAStringList {
+        /// The record (see the enum).
+        record: String,
+        /// The field.
+        field: String,
+    },
+    /// `TIME` is not a non-negative number.
+    #[error("{record}: \"TIME\" must be a non-negative number, found {found}")]
+    BadTime {
+        /// The record (see the enum).
+        record: String,
+        /// The value of `TIME`.
+        found: Box<Value>,
+    },
+    /// The `INSTRUCTION` is none of the known ones.
+    #[error("unknown instruction \"{0}\"")]
+    UnknownInstruction(
+        /// The instruction.
+        String,
+    ),
+    /// A name that is not bound (never defined, or released).
+    #[error("tensor \"{0}\" is used before it is defined (or after its RELEASE)")]
+    UndefinedTensor(
+        /// The name.
+        String,
+    ),
+    /// A `CALL` lists a result name twice.
+    #[error("{record}: result \"{name}\" is listed twice")]
+    DuplicateResult {
+        /// The record (see the enum).
+        record: String,
+        /// The repeated result.
+        name: String,
+    },
+    /// A `MEMORY` line without its `MEMORY` value.
+    #[error("MEMORY of \"{name}\" without \"MEMORY\"")]
+    MissingMemory {
+        /// The tensor the line is about.
+        name: String,
+    },
+    /// A `MEMORY` value that is not a whole number of bytes.
+    #[error("MEMORY of \"{name}\" must be a whole number of bytes, found {found}")]
+    BadMemory {
+        /// The tensor the line is about.
+        name: String,
+        /// The value of `MEMORY`.
+        found: Box<Value>,
+    },
+    /// A `MEMORY` line for a name that is not bound.
+    #[error("MEMORY for unknown tensor \"{0}\"")]
+    MemoryForUnknownTensor(
+        /// The name.
+        String,
+    ),
+    /// A `MEMORY` line for a computed tensor whose `CALL` is over.
+    #[error("MEMORY for \"{0}\", which is neither a result of the CALL before it nor a CONSTANT")]
+    MemoryForComputedTensor(
+        /// The name.
+        String,
+    ),
+    /// An `ALIAS` line without its `ALIAS` value.
+    #[error("ALIAS of \"{name}\" without \"ALIAS\"")]
+    MissingAlias {
+        /// The tensor the line is about.
+        name: String,
+    },
+    /// An `ALIAS` value that is not an integer.
+    #[error("ALIAS of \"{name}\" must be an argument index or -1, found {found}")]
+    BadAlias {
+        /// The tensor the line is about.
+        name: String,
+        /// The value of `ALIAS`.
+        found: Box<Value>,
+    },
+    /// An `ALIAS` line for a bound name that is not a result of the pending `CALL`.
+    #[error("ALIAS for \"{0}\", which is not a result of the CALL before it")]
+    AliasForNonResult(
+        /// The name.
+        String,
+    ),
+    /// An `ALIAS` line for a name that is not bound.
+    #[error("ALIAS for unknown tensor \"{0}\"")]
+    AliasForUnknownTensor(
+        /// The name.
+        String,
+    ),
+    /// An `ALIAS` index that is neither -1 nor an argument of the call.
+    #[error("ALIAS index {index} of \"{name}\" is out of range: the call has {arity} argument(s)")]
+    AliasOutOfRange {
+        /// The tensor the line is about.
+        name: String,
+        /// The index.
+        index: i64,
+        /// The call's number of arguments.
+        arity: usize,
+    },
+    /// A `MUTATE` whose `MUTATE` field is not a list.
+    #[error("{record}: \"MUTATE\" must be a list of argument indices")]
+    MutateNotAList {
+        /// The record (see the enum).
+        record: String,
+    },
+    /// A `MUTATE` index that is not an integer.
+    #[error("{record}: MUTATE index {found} is not an integer")]
+    MutateIndexNotInteger {
+        /// The record (see the enum).
+        record: String,
+        /// The index as written.
+        found: Box<Value>,
+    },
+    /// A `MUTATE` index that is not an argument of the call.
+    #[error("{record}: MUTATE index {index} is out of range: the call has {arity} argument(s)")]
+    MutateIndexOutOfRange {
+        /// The record (see the enum).
+        record: String,
+        /// The index.
+        index: i64,
+        /// The call's number of arguments.
+        arity: usize,
+    },
+    /// The whole log does not make a valid graph (found at the end).
+    #[error("the log does not make a valid graph: {0}")]
+    InvalidGraph(
+        /// Why.
+        GraphError,
+    ),
 }
 
 /// Whether `text` looks like a DTR log: its first non-empty line is a JSON object with an
@@ -84,14 +245,14 @@ pub fn read_dtr_log(text: &str) -> Result<(Graph, Vec<NodeId>), DtrLogError> {
         if raw.is_empty() {
             continue;
         }
-        let err = |message: String| DtrLogError { line, message };
-        let value: Value = serde_json::from_str(raw).map_err(|e| err(format!("invalid JSON: {e}")))?;
+        let err = |kind: DtrLogErrorKind| DtrLogError { line, kind };
+        let value: Value = serde_json::from_str(raw).map_err(|e| err(DtrLogErrorKind::InvalidJson(e.to_string())))?;
         let Value::Object(record) = value else {
-            return Err(err("a log line must be a JSON object".into()));
+            return Err(err(DtrLogErrorKind::NotAnObject));
         };
         reader.instruction(line, &record).map_err(err)?;
     }
-    reader.finish().map_err(|message| DtrLogError { line: last_line, message })
+    reader.finish().map_err(|kind| DtrLogError { line: last_line, kind })
 }
 
 /// One simulator tensor (C.1): a value some names refer to.
@@ -138,22 +299,33 @@ struct Reader {
     line: usize,
 }
 
-fn string_field<'a>(record: &'a Map<String, Value>, field: &str, what: &str) -> Result<&'a str, String> {
+/// What the reader's helpers fail with: the line is added by [`read_dtr_log`].
+type Result<T, E = DtrLogErrorKind> = std::result::Result<T, E>;
+
+fn missing(what: &str, field: &str) -> DtrLogErrorKind {
+    DtrLogErrorKind::MissingField { record: what.to_string(), field: field.to_string() }
+}
+
+fn string_field<'a>(record: &'a Map<String, Value>, field: &str, what: &str) -> Result<&'a str> {
     match record.get(field) {
         Some(Value::String(s)) => Ok(s),
-        Some(other) => Err(format!("{what}: \"{field}\" must be a string, found {other}")),
-        None => Err(format!("{what} without \"{field}\"")),
+        Some(other) => Err(DtrLogErrorKind::NotAString {
+            record: what.to_string(),
+            field: field.to_string(),
+            found: Box::new(other.clone()),
+        }),
+        None => Err(missing(what, field)),
     }
 }
 
-fn string_list(record: &Map<String, Value>, field: &str, what: &str) -> Result<Vec<String>, String> {
-    let bad = || format!("{what}: \"{field}\" must be a list of strings");
+fn string_list(record: &Map<String, Value>, field: &str, what: &str) -> Result<Vec<String>> {
+    let bad = || DtrLogErrorKind::NotAStringList { record: what.to_string(), field: field.to_string() };
     match record.get(field) {
         Some(Value::Array(items)) => {
             items.iter().map(|item| item.as_str().map(str::to_string).ok_or_else(bad)).collect()
         }
         Some(_) => Err(bad()),
-        None => Err(format!("{what} without \"{field}\"")),
+        None => Err(missing(what, field)),
     }
 }
 
@@ -169,7 +341,7 @@ fn integer(value: &Value) -> Option<i64> {
 }
 
 /// `TIME`: a decimal string or a number, non-negative; 1 when absent.
-fn cost(record: &Map<String, Value>, what: &str) -> Result<f64, String> {
+fn cost(record: &Map<String, Value>, what: &str) -> Result<f64> {
     let parsed = match record.get("TIME") {
         None | Some(Value::Null) => return Ok(1.0),
         Some(Value::Number(n)) => n.as_f64(),
@@ -178,12 +350,12 @@ fn cost(record: &Map<String, Value>, what: &str) -> Result<f64, String> {
     };
     match parsed {
         Some(t) if t.is_finite() && t >= 0.0 => Ok(t),
-        _ => Err(format!("{what}: \"TIME\" must be a non-negative number, found {}", record["TIME"])),
+        _ => Err(DtrLogErrorKind::BadTime { record: what.to_string(), found: Box::new(record["TIME"].clone()) }),
     }
 }
 
 impl Reader {
-    fn instruction(&mut self, line: usize, record: &Map<String, Value>) -> Result<(), String> {
+    fn instruction(&mut self, line: usize, record: &Map<String, Value>) -> Result<()> {
         self.line = line;
         let instruction = string_field(record, "INSTRUCTION", "a log line")?;
         match instruction {
@@ -228,7 +400,7 @@ impl Reader {
                     self.backward = true;
                 }
             }
-            other => return Err(format!("unknown instruction \"{other}\"")),
+            other => return Err(DtrLogErrorKind::UnknownInstruction(other.to_string())),
         }
         Ok(())
     }
@@ -246,14 +418,11 @@ impl Reader {
         }
     }
 
-    fn lookup(&self, name: &str) -> Result<usize, String> {
-        self.names
-            .get(name)
-            .copied()
-            .ok_or_else(|| format!("tensor \"{name}\" is used before it is defined (or after its RELEASE)"))
+    fn lookup(&self, name: &str) -> Result<usize> {
+        self.names.get(name).copied().ok_or_else(|| DtrLogErrorKind::UndefinedTensor(name.to_string()))
     }
 
-    fn call(&mut self, record: &Map<String, Value>) -> Result<(), String> {
+    fn call(&mut self, record: &Map<String, Value>) -> Result<()> {
         let op = string_field(record, "NAME", "CALL")?.to_string();
         let what = format!("CALL {op}");
         let results = string_list(record, "RESULT", &what)?;
@@ -262,7 +431,7 @@ impl Reader {
         let args = arg_names.iter().map(|a| self.lookup(a)).collect::<Result<Vec<_>, _>>()?;
         for (i, r) in results.iter().enumerate() {
             if results[..i].contains(r) {
-                return Err(format!("{what}: result \"{r}\" is listed twice"));
+                return Err(DtrLogErrorKind::DuplicateResult { record: what, name: r.clone() });
             }
         }
         let results = results.into_iter().map(|name| PendingResult { name, bytes: 0, alias: None }).collect();
@@ -277,46 +446,43 @@ impl Reader {
         call.results.iter_mut().find(|r| r.name == name).map(|r| (r, arity))
     }
 
-    fn memory(&mut self, record: &Map<String, Value>) -> Result<(), String> {
+    fn memory(&mut self, record: &Map<String, Value>) -> Result<()> {
         let name = string_field(record, "NAME", "MEMORY")?;
-        let raw = record.get("MEMORY").ok_or_else(|| format!("MEMORY of \"{name}\" without \"MEMORY\""))?;
+        let raw = record.get("MEMORY").ok_or_else(|| DtrLogErrorKind::MissingMemory { name: name.to_string() })?;
         let bytes = integer(raw)
             .and_then(|b| u64::try_from(b).ok())
-            .ok_or_else(|| format!("MEMORY of \"{name}\" must be a whole number of bytes, found {raw}"))?;
+            .ok_or_else(|| DtrLogErrorKind::BadMemory { name: name.to_string(), found: Box::new(raw.clone()) })?;
         if let Some((result, _)) = self.pending_result(name) {
             result.bytes = bytes;
             return Ok(());
         }
-        let tensor = self.names.get(name).copied().ok_or_else(|| format!("MEMORY for unknown tensor \"{name}\""))?;
+        let tensor =
+            self.names.get(name).copied().ok_or_else(|| DtrLogErrorKind::MemoryForUnknownTensor(name.to_string()))?;
         if !self.tensors[tensor].constant {
-            return Err(format!(
-                "MEMORY for \"{name}\", which is neither a result of the CALL before it nor a CONSTANT"
-            ));
+            return Err(DtrLogErrorKind::MemoryForComputedTensor(name.to_string()));
         }
         self.tensors[tensor].storage_bytes = bytes;
         self.builder.node_mut(self.tensors[tensor].node).bytes = bytes;
         Ok(())
     }
 
-    fn alias(&mut self, record: &Map<String, Value>) -> Result<(), String> {
+    fn alias(&mut self, record: &Map<String, Value>) -> Result<()> {
         let name = string_field(record, "NAME", "ALIAS")?;
-        let raw = record.get("ALIAS").ok_or_else(|| format!("ALIAS of \"{name}\" without \"ALIAS\""))?;
-        let index =
-            integer(raw).ok_or_else(|| format!("ALIAS of \"{name}\" must be an argument index or -1, found {raw}"))?;
+        let raw = record.get("ALIAS").ok_or_else(|| DtrLogErrorKind::MissingAlias { name: name.to_string() })?;
+        let index = integer(raw)
+            .ok_or_else(|| DtrLogErrorKind::BadAlias { name: name.to_string(), found: Box::new(raw.clone()) })?;
         let known = self.names.contains_key(name);
         let Some((result, arity)) = self.pending_result(name) else {
             return Err(if known {
-                format!("ALIAS for \"{name}\", which is not a result of the CALL before it")
+                DtrLogErrorKind::AliasForNonResult(name.to_string())
             } else {
-                format!("ALIAS for unknown tensor \"{name}\"")
+                DtrLogErrorKind::AliasForUnknownTensor(name.to_string())
             });
         };
         result.alias = match index {
             -1 => None,
             i if i >= 0 && (i as u64) < arity as u64 => Some(i as usize),
-            i => {
-                return Err(format!("ALIAS index {i} of \"{name}\" is out of range: the call has {arity} argument(s)"))
-            }
+            i => return Err(DtrLogErrorKind::AliasOutOfRange { name: name.to_string(), index: i, arity }),
         };
         Ok(())
     }
@@ -364,21 +530,24 @@ impl Reader {
         }
     }
 
-    fn mutate(&mut self, record: &Map<String, Value>) -> Result<(), String> {
+    fn mutate(&mut self, record: &Map<String, Value>) -> Result<()> {
         let op = string_field(record, "NAME", "MUTATE")?.to_string();
         let what = format!("MUTATE {op}");
         let arg_names = string_list(record, "ARGS", &what)?;
         let cost = cost(record, &what)?;
         let args = arg_names.iter().map(|a| self.lookup(a)).collect::<Result<Vec<_>, _>>()?;
         let Some(Value::Array(indices)) = record.get("MUTATE") else {
-            return Err(format!("{what}: \"MUTATE\" must be a list of argument indices"));
+            return Err(DtrLogErrorKind::MutateNotAList { record: what });
         };
         // The mutated names, each once, in the order MUTATE lists them.
         let mut mutated: Vec<&str> = Vec::new();
         for raw in indices {
-            let index = integer(raw).ok_or_else(|| format!("{what}: MUTATE index {raw} is not an integer"))?;
+            let index = integer(raw).ok_or_else(|| DtrLogErrorKind::MutateIndexNotInteger {
+                record: what.clone(),
+                found: Box::new(raw.clone()),
+            })?;
             let name = usize::try_from(index).ok().and_then(|i| arg_names.get(i)).ok_or_else(|| {
-                format!("{what}: MUTATE index {index} is out of range: the call has {} argument(s)", arg_names.len())
+                DtrLogErrorKind::MutateIndexOutOfRange { record: what.clone(), index, arity: arg_names.len() }
             })?;
             if !mutated.contains(&name.as_str()) {
                 mutated.push(name);
@@ -402,12 +571,12 @@ impl Reader {
         Ok(())
     }
 
-    fn finish(mut self) -> Result<(Graph, Vec<NodeId>), String> {
+    fn finish(mut self) -> Result<(Graph, Vec<NodeId>)> {
         self.flush();
         for tensor in self.tensors.iter().filter(|t| t.refs > 0 && !t.constant) {
             self.builder.node_mut(tensor.node).output = true;
         }
-        let graph = self.builder.finish().map_err(|e| format!("the log does not make a valid graph: {e}"))?;
+        let graph = self.builder.finish().map_err(DtrLogErrorKind::InvalidGraph)?;
         Ok((graph, self.order))
     }
 }
@@ -633,18 +802,18 @@ mod tests {
     fn bad_json_names_its_line() {
         let err = error(&with_x("\n{\"INSTRUCTION\":\"RELEASE\",\"NAME\":\"x\"\n"));
         assert_eq!(err.line, 4);
-        assert!(err.message.starts_with("invalid JSON"), "{err}");
+        assert!(err.kind.to_string().starts_with("invalid JSON"), "{err}");
         assert!(err.to_string().starts_with("line 4: invalid JSON"), "{err}");
         let err = error(&with_x("[1, 2]\n"));
-        assert_eq!((err.line, err.message.as_str()), (3, "a log line must be a JSON object"));
+        assert_eq!((err.line, err.kind.to_string().as_str()), (3, "a log line must be a JSON object"));
         let err = error(&with_x("{\"NAME\":\"x\"}\n"));
-        assert_eq!((err.line, err.message.as_str()), (3, "a log line without \"INSTRUCTION\""));
+        assert_eq!((err.line, err.kind.to_string().as_str()), (3, "a log line without \"INSTRUCTION\""));
     }
 
     #[test]
     fn unknown_instruction_names_its_line() {
         let err = error(&with_x("{\"INSTRUCTION\":\"FREE\",\"NAME\":\"x\"}\n"));
-        assert_eq!((err.line, err.message.as_str()), (3, "unknown instruction \"FREE\""));
+        assert_eq!((err.line, err.kind.to_string().as_str()), (3, "unknown instruction \"FREE\""));
     }
 
     #[test]
@@ -653,7 +822,7 @@ mod tests {
             "{\"INSTRUCTION\":\"CALL\",\"NAME\":\"f\",\"RESULT\":[\"y\"],\"ARGS\":[\"x\",\"u\"],\"TIME\":\"1\"}\n";
         let err = error(&with_x(call));
         assert_eq!(err.line, 3);
-        assert!(err.message.contains("\"u\" is used before it is defined"), "{err}");
+        assert!(err.kind.to_string().contains("\"u\" is used before it is defined"), "{err}");
         // Released names are gone too, for every instruction that reads a name.
         for use_ in [
             "{\"INSTRUCTION\":\"RELEASE\",\"NAME\":\"x\"}",
@@ -664,17 +833,17 @@ mod tests {
         ] {
             let err = error(&with_x(&format!("{{\"INSTRUCTION\":\"RELEASE\",\"NAME\":\"x\"}}\n{use_}\n")));
             assert_eq!(err.line, 4, "{use_}");
-            assert!(err.message.contains("\"x\" is used before it is defined"), "{err}");
+            assert!(err.kind.to_string().contains("\"x\" is used before it is defined"), "{err}");
         }
         let err = error(&with_x("{\"INSTRUCTION\":\"COPY_FROM\",\"DST\":\"fresh\",\"SRC\":\"x\"}\n"));
         assert_eq!(err.line, 3);
-        assert!(err.message.contains("\"fresh\""), "{err}");
+        assert!(err.kind.to_string().contains("\"fresh\""), "{err}");
     }
 
     #[test]
     fn memory_for_unknown_tensor_names_its_line() {
         let err = error(&with_x("{\"INSTRUCTION\":\"MEMORY\",\"NAME\":\"ghost\",\"MEMORY\":\"8\"}\n"));
-        assert_eq!((err.line, err.message.as_str()), (3, "MEMORY for unknown tensor \"ghost\""));
+        assert_eq!((err.line, err.kind.to_string().as_str()), (3, "MEMORY for unknown tensor \"ghost\""));
         // A computed tensor whose CALL is over.
         let log = with_x(
             "{\"INSTRUCTION\":\"CALL\",\"NAME\":\"f\",\"RESULT\":[\"y\"],\"ARGS\":[\"x\"]}\n\
@@ -684,10 +853,10 @@ mod tests {
         );
         let err = error(&log);
         assert_eq!(err.line, 6);
-        assert!(err.message.contains("neither a result of the CALL before it nor a CONSTANT"), "{err}");
+        assert!(err.kind.to_string().contains("neither a result of the CALL before it nor a CONSTANT"), "{err}");
         let err = error(&with_x("{\"INSTRUCTION\":\"MEMORY\",\"NAME\":\"x\",\"MEMORY\":\"-3\"}\n"));
         assert_eq!(err.line, 3);
-        assert!(err.message.contains("whole number of bytes"), "{err}");
+        assert!(err.kind.to_string().contains("whole number of bytes"), "{err}");
     }
 
     #[test]
@@ -701,11 +870,11 @@ mod tests {
             let err = error(&with_x(&format!(
                 "{call}{{\"INSTRUCTION\":\"MEMORY\",\"NAME\":\"y\",\"MEMORY\":\"8\"}}\n{{\"INSTRUCTION\":\"ALIAS\",\"NAME\":\"y\",\"ALIAS\":{alias}}}\n"
             )));
-            assert_eq!((err.line, err.message.as_str()), (5, message));
+            assert_eq!((err.line, err.kind.to_string().as_str()), (5, message));
         }
         let err = error(&with_x("{\"INSTRUCTION\":\"ALIAS\",\"NAME\":\"x\",\"ALIAS\":\"-1\"}\n"));
         assert_eq!(
-            (err.line, err.message.as_str()),
+            (err.line, err.kind.to_string().as_str()),
             (3, "ALIAS for \"x\", which is not a result of the CALL before it")
         );
     }
@@ -715,18 +884,60 @@ mod tests {
         let mutate = "{\"INSTRUCTION\":\"MUTATE\",\"NAME\":\"add_\",\"ARGS\":[\"x\"],\"MUTATE\":[1]}\n";
         let err = error(&with_x(mutate));
         assert_eq!(
-            (err.line, err.message.as_str()),
+            (err.line, err.kind.to_string().as_str()),
             (3, "MUTATE add_: MUTATE index 1 is out of range: the call has 1 argument(s)")
         );
         let call = "{\"INSTRUCTION\":\"CALL\",\"NAME\":\"f\",\"RESULT\":[\"y\"],\"ARGS\":[\"x\"],\"TIME\":\"soon\"}\n";
         let err = error(&with_x(call));
         assert_eq!(err.line, 3);
-        assert!(err.message.contains("\"TIME\" must be a non-negative number"), "{err}");
+        assert!(err.kind.to_string().contains("\"TIME\" must be a non-negative number"), "{err}");
         let call = "{\"INSTRUCTION\":\"CALL\",\"NAME\":\"f\",\"RESULT\":\"y\",\"ARGS\":[\"x\"]}\n";
         let err = error(&with_x(call));
-        assert_eq!((err.line, err.message.as_str()), (3, "CALL f: \"RESULT\" must be a list of strings"));
+        assert_eq!((err.line, err.kind.to_string().as_str()), (3, "CALL f: \"RESULT\" must be a list of strings"));
         let call = "{\"INSTRUCTION\":\"CALL\",\"NAME\":\"f\",\"RESULT\":[\"y\",\"y\"],\"ARGS\":[]}\n";
         let err = error(&with_x(call));
-        assert_eq!((err.line, err.message.as_str()), (3, "CALL f: result \"y\" is listed twice"));
+        assert_eq!((err.line, err.kind.to_string().as_str()), (3, "CALL f: result \"y\" is listed twice"));
+    }
+
+    /// The kinds carry what the messages name, so a caller need not parse the text.
+    #[test]
+    fn error_kinds_carry_their_data() {
+        let call = "{\"INSTRUCTION\":\"CALL\",\"NAME\":\"f\",\"RESULT\":[\"y\"],\"ARGS\":[\"x\"],\"TIME\":\"soon\"}\n";
+        let err = error(&with_x(call));
+        assert_eq!(
+            err,
+            DtrLogError {
+                line: 3,
+                kind: DtrLogErrorKind::BadTime {
+                    record: "CALL f".into(),
+                    found: Box::new(Value::String("soon".into()))
+                }
+            }
+        );
+        assert_eq!(err.to_string(), "line 3: CALL f: \"TIME\" must be a non-negative number, found \"soon\"");
+
+        let err = error(&with_x("{\"INSTRUCTION\":\"COPY\",\"DST\":7,\"SRC\":\"x\"}\n"));
+        assert_eq!(
+            err.kind,
+            DtrLogErrorKind::NotAString { record: "COPY".into(), field: "DST".into(), found: Box::new(Value::from(7)) }
+        );
+        assert_eq!(err.kind.to_string(), "COPY: \"DST\" must be a string, found 7");
+
+        let err = error(&with_x("{\"INSTRUCTION\":\"PIN\"}\n"));
+        assert_eq!(err.kind, DtrLogErrorKind::MissingField { record: "PIN".into(), field: "NAME".into() });
+        assert_eq!(err.kind.to_string(), "PIN without \"NAME\"");
+
+        let err = error(&with_x("{\"INSTRUCTION\":\"RELEASE\",\"NAME\":\"ghost\"}\n"));
+        assert_eq!(err.kind, DtrLogErrorKind::UndefinedTensor("ghost".into()));
+
+        let mutate = "{\"INSTRUCTION\":\"MUTATE\",\"NAME\":\"add_\",\"ARGS\":[\"x\"],\"MUTATE\":[2]}\n";
+        assert_eq!(
+            error(&with_x(mutate)).kind,
+            DtrLogErrorKind::MutateIndexOutOfRange { record: "MUTATE add_".into(), index: 2, arity: 1 }
+        );
+        let err = error(&with_x("{\"INSTRUCTION\":\"MEMORY\",\"NAME\":\"x\"}\n"));
+        assert_eq!(err.kind, DtrLogErrorKind::MissingMemory { name: "x".into() });
+        assert_eq!(err.kind.to_string(), "MEMORY of \"x\" without \"MEMORY\"");
+        assert!(matches!(error("{\"INSTRUCTION\":\n").kind, DtrLogErrorKind::InvalidJson(_)));
     }
 }

@@ -30,11 +30,11 @@ pub mod training;
 pub mod units;
 
 pub use bounds::lower_bound;
-pub use dtrlog::{looks_like_dtr_log, read_dtr_log, DtrLogError};
+pub use dtrlog::{looks_like_dtr_log, read_dtr_log, DtrLogError, DtrLogErrorKind};
 pub use graph::{Graph, GraphBuilder, GraphError, Node, NodeId, NodeSpec};
 pub use simulate::{
-    lifetimes, simulate, simulate_with_transfers, validate, Lifetimes, ScheduleError, ScheduleErrorKind, Simulation,
-    Transfer,
+    lifetimes, recompute_overhead, simulate, simulate_with_transfers, validate, Lifetimes, ScheduleError,
+    ScheduleErrorKind, Simulation, Transfer,
 };
 
 /// A plan: node executions in order. A node that occurs twice is recomputed.

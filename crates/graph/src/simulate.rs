@@ -205,6 +205,17 @@ pub fn lifetimes(graph: &Graph, schedule: &[NodeId]) -> Result<Lifetimes, Schedu
     Ok(Lifetimes { end, view_source, step_bytes, cost, recomputations })
 }
 
+/// The recompute overhead of a plan: `cost / baseline_cost − 1`, the extra work over the input
+/// order as a fraction of it (0 when the baseline costs nothing). The one formula every report,
+/// table and benchmark uses.
+pub fn recompute_overhead(cost: f64, baseline_cost: f64) -> f64 {
+    if baseline_cost > 0.0 {
+        cost / baseline_cost - 1.0
+    } else {
+        0.0
+    }
+}
+
 /// Validates `schedule` and measures it under the memory model.
 pub fn simulate(graph: &Graph, schedule: &[NodeId]) -> Result<Simulation, ScheduleError> {
     simulate_with_transfers(graph, schedule, &[])

@@ -20,8 +20,31 @@ use crate::MlirError;
 use mlir_sys::MlirBlock;
 use std::collections::HashMap;
 
+/// Why a loop's trip count cannot be evaluated before the step runs (so it is not unrolled).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TripCountError {
+    /// The `stablehlo.while` lacks a condition or a body block.
+    #[error("it has no condition and body regions")]
+    MissingRegions,
+    /// An op of the condition is not pure.
+    #[error("its condition has side effects")]
+    ConditionSideEffects,
+    /// The condition's terminator has no operand.
+    #[error("its condition yields nothing")]
+    ConditionYieldsNothing,
+    /// The numbers of operands, region arguments and yielded values differ.
+    #[error("its regions do not match its operands")]
+    RegionsMismatch { operands: usize, condition_arguments: usize, body_arguments: usize, yields: usize },
+    /// The condition depends on a value that is not integer bookkeeping evaluated from constants.
+    #[error("its trip count depends on values known only when the step runs")]
+    DependsOnRuntimeValues,
+    /// The loop runs more than `limit` iterations (`--unroll-limit`).
+    #[error("more than {limit} iterations; raise --unroll-limit to unroll it")]
+    TooManyIterations { limit: usize },
+}
+
 /// Why a loop was left as one node.
-pub(crate) fn kept_loop(op: Op, why: &str) -> MlirError {
+pub(crate) fn kept_loop(op: Op, why: &TripCountError) -> MlirError {
     MlirError {
         location: Some(ir::location_text(ir::location(op))),
         message: format!(
@@ -67,28 +90,33 @@ fn terminator_operands(block: MlirBlock) -> Vec<Val> {
     ir::block_ops(block).last().map(|&t| ir::operands(t)).unwrap_or_default()
 }
 
-fn trip_states(op: Op, max_trips: usize) -> Result<TripStates, String> {
-    let (cond, body) = loop_blocks(op).ok_or("it has no condition and body regions")?;
+fn trip_states(op: Op, max_trips: usize) -> Result<TripStates, TripCountError> {
+    let (cond, body) = loop_blocks(op).ok_or(TripCountError::MissingRegions)?;
     if !ir::block_ops(cond).iter().all(|&o| ops::is_pure(o)) {
-        return Err("its condition has side effects".into());
+        return Err(TripCountError::ConditionSideEffects);
     }
     let inits = ir::operands(op);
     let cond_args = ir::block_arguments(cond);
     let body_args = ir::block_arguments(body);
     let yields = terminator_operands(body);
-    let cond_value = *terminator_operands(cond).first().ok_or("its condition yields nothing")?;
+    let cond_value = *terminator_operands(cond).first().ok_or(TripCountError::ConditionYieldsNothing)?;
     if cond_args.len() != inits.len() || body_args.len() != inits.len() || yields.len() != inits.len() {
-        return Err("its regions do not match its operands".into());
+        return Err(TripCountError::RegionsMismatch {
+            operands: inits.len(),
+            condition_arguments: cond_args.len(),
+            body_arguments: body_args.len(),
+            yields: yields.len(),
+        });
     }
     let mut state: Vec<Option<i64>> = inits.iter().map(|&v| Evaluator::default().value(v)).collect();
     let mut states = Vec::new();
     loop {
         let mut eval = Evaluator::bound(&cond_args, &state);
         match eval.value(cond_value) {
-            None => return Err("its trip count depends on values known only when the step runs".into()),
+            None => return Err(TripCountError::DependsOnRuntimeValues),
             Some(0) => break,
             Some(_) if states.len() == max_trips => {
-                return Err(format!("more than {max_trips} iterations; raise --unroll-limit to unroll it"));
+                return Err(TripCountError::TooManyIterations { limit: max_trips });
             }
             Some(_) => {}
         }
@@ -355,4 +383,22 @@ fn binary(name: &str) -> Option<Binary> {
         "arith.xori" | "stablehlo.xor" => |a: i64, b: i64| Some(a ^ b),
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TripCountError;
+
+    #[test]
+    fn trip_count_errors_print_the_importers_reasons() {
+        // lit-tests/import/unroll*.mlir check these inside "loop kept as one node (…)".
+        assert_eq!(
+            TripCountError::DependsOnRuntimeValues.to_string(),
+            "its trip count depends on values known only when the step runs"
+        );
+        assert_eq!(
+            TripCountError::TooManyIterations { limit: 3 }.to_string(),
+            "more than 3 iterations; raise --unroll-limit to unroll it"
+        );
+    }
 }

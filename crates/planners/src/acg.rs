@@ -88,7 +88,7 @@ impl Planner for AcgRemat {
                 }
             }
         }
-        choose_candidate(graph, "ACG", candidates, request.budget, request.options)
+        choose_candidate(graph, "acg", candidates, request.budget, request.options)
     }
 }
 

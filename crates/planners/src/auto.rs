@@ -14,14 +14,18 @@
 //!   reports as infeasible;
 //! * without one, the lowest peak (ties: the cheaper plan, then the earlier strategy).
 //!
-//! Every strategy's result is a row of [`PlanDetails::comparison`] (a [`Candidate`]), the
-//! chosen one marked; when the ILP is chosen its certificate is [`PlanDetails::ilp`]. Apart
-//! from the seconds and which strategies the time limit cut, the result is deterministic.
+//! Every strategy's result is a row of [`PlanDetails::comparison`] (a [`Candidate`], with why it
+//! stopped, or why it has no plan), the chosen one marked; the chosen strategy's own facts (the
+//! ILP's certificate, …) and stop reason are the plan's — except that a run the time limit cut
+//! short stops with [`StopReason::TimeLimit`]. Apart from the seconds and which strategies the
+//! time limit cut, the result is deterministic. Which plan is best is
+//! [`compare_plans`](crate::compare_plans), the rule every part of remat-opt uses.
 
 use crate::{
-    measure_plan, strategy, MeasuredPlan, PlanDetails, PlanError, PlanRequest, Planner, PlannerOptions, STRATEGIES,
+    compare_plans, measure_plan, strategy, InvalidRequest, MeasuredPlan, PlanDetails, PlanError, PlanRequest, Planner,
+    PlannerOptions, StopReason, STRATEGIES,
 };
-use remat_graph::{Graph, NodeId, Schedule};
+use remat_graph::{recompute_overhead, Graph, NodeId, Schedule};
 use std::cmp::Ordering;
 use std::time::Instant;
 
@@ -41,22 +45,54 @@ pub struct Candidate {
     pub fits: bool,
     /// Seconds it took.
     pub seconds: f64,
-    /// Why it has no plan (skipped, failed, out of time).
-    pub note: Option<String>,
+    /// Whether it planned (and why it stopped), or why it has no plan.
+    pub outcome: CandidateOutcome,
     /// The chosen one.
     pub chosen: bool,
 }
 
+/// What became of one strategy that `auto` (or a sweep) asked for a plan.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CandidateOutcome {
+    /// It planned, and stopped for this reason.
+    Planned(StopReason),
+    /// It did not run: the time limit of this many seconds was spent.
+    Skipped {
+        /// The time limit.
+        time_limit: f64,
+    },
+    /// It gave no plan.
+    Failed(PlanError),
+}
+
 impl Candidate {
-    /// `cost / baseline_cost − 1` of its plan (0 when the baseline costs nothing); `None`
-    /// without a plan.
+    /// `cost / baseline_cost − 1` of its plan ([`recompute_overhead`]); `None` without a plan.
     pub fn recompute_overhead(&self, baseline_cost: f64) -> Option<f64> {
-        self.cost.map(|cost| if baseline_cost > 0.0 { cost / baseline_cost - 1.0 } else { 0.0 })
+        self.cost.map(|cost| recompute_overhead(cost, baseline_cost))
     }
 
-    /// A row for a strategy that did not run.
-    fn skipped(strategy: &'static str, note: String) -> Self {
-        Candidate { strategy, peak_bytes: None, cost: None, fits: false, seconds: 0.0, note: Some(note), chosen: false }
+    /// Why it has no plan, in words (`None` when it has one).
+    pub fn note(&self) -> Option<String> {
+        match &self.outcome {
+            CandidateOutcome::Planned(_) => None,
+            CandidateOutcome::Skipped { time_limit } => {
+                Some(format!("skipped: the time limit of {time_limit} s was spent"))
+            }
+            CandidateOutcome::Failed(e) => Some(e.to_string()),
+        }
+    }
+
+    /// Why it stopped, when it planned.
+    pub fn stop(&self) -> Option<StopReason> {
+        match self.outcome {
+            CandidateOutcome::Planned(stop) => Some(stop),
+            _ => None,
+        }
+    }
+
+    /// A row for a strategy without a plan.
+    fn without_plan(strategy: &'static str, outcome: CandidateOutcome, seconds: f64) -> Self {
+        Candidate { strategy, peak_bytes: None, cost: None, fits: false, seconds, outcome, chosen: false }
     }
 }
 
@@ -81,12 +117,12 @@ pub(crate) fn candidate(
                 cost: Some(plan.simulation.cost),
                 fits: budget.is_none_or(|b| peak <= b),
                 seconds,
-                note: None,
+                outcome: CandidateOutcome::Planned(plan.details.stop),
                 chosen: false,
             };
             (row, Some(plan))
         }
-        Err(e) => (Candidate { seconds, ..Candidate::skipped(planner.name(), e.to_string()) }, None),
+        Err(e) => (Candidate::without_plan(planner.name(), CandidateOutcome::Failed(e), seconds), None),
     }
 }
 
@@ -107,9 +143,7 @@ impl Planner for AutoRemat {
         request.order_positions()?;
         let limit = request.options.auto_time_limit;
         if !(limit.is_finite() && limit > 0.0) {
-            return Err(PlanError::InvalidRequest(format!(
-                "auto: the time limit must be a positive number of seconds, not {limit}"
-            )));
+            return Err(InvalidRequest::TimeLimit { strategy: "auto", seconds: limit }.into());
         }
         let started = Instant::now();
         let mut rows = Vec::new();
@@ -118,10 +152,8 @@ impl Planner for AutoRemat {
             let remaining = limit - started.elapsed().as_secs_f64();
             // The first strategy (the baseline) always runs, so there is always a plan.
             if remaining <= 0.0 && !rows.is_empty() {
-                rows.push(Candidate::skipped(
-                    planner.name(),
-                    format!("skipped: the time limit of {limit} s was spent"),
-                ));
+                let skipped = CandidateOutcome::Skipped { time_limit: limit };
+                rows.push(Candidate::without_plan(planner.name(), skipped, 0.0));
                 plans.push(None);
                 continue;
             }
@@ -139,33 +171,23 @@ impl Planner for AutoRemat {
             .min_by(|(_, a), (_, b)| compare(a, b, request.budget))
             .map(|(i, _)| i);
         let Some(plan) = best.and_then(|i| plans[i].take()) else {
-            let why: Vec<String> =
-                rows.iter().filter_map(|r| r.note.as_ref().map(|n| format!("{}: {n}", r.strategy))).collect();
-            return Err(PlanError::InvalidRequest(format!("auto: no strategy produced a plan ({})", why.join("; "))));
+            let why = rows.iter().filter_map(|r| r.note().map(|n| (r.strategy, n))).collect();
+            return Err(PlanError::NoStrategyPlanned(why));
         };
         if let Some(i) = best {
             rows[i].chosen = true;
         }
-        Ok((plan.schedule, PlanDetails { comparison: rows, ..plan.details }))
+        let cut_short = rows.iter().any(|r| matches!(r.outcome, CandidateOutcome::Skipped { .. }));
+        let stop = if cut_short { StopReason::TimeLimit { gap: None } } else { plan.details.stop };
+        Ok((plan.schedule, PlanDetails { stop, comparison: rows, ..plan.details }))
     }
 }
 
-/// Orders two rows that have plans, better first (see the module docs); equal rows keep
+/// Orders two rows that have plans, better first ([`compare_plans`]); equal rows keep
 /// [`STRATEGIES`] order because `min_by` returns the first of equal minima.
 fn compare(a: &Candidate, b: &Candidate, budget: Option<u64>) -> Ordering {
     let key = |c: &Candidate| (c.peak_bytes.unwrap_or(u64::MAX), c.cost.unwrap_or(f64::INFINITY));
-    let ((peak_a, cost_a), (peak_b, cost_b)) = (key(a), key(b));
-    let by_peak = || peak_a.cmp(&peak_b).then(cost_a.total_cmp(&cost_b));
-    match budget {
-        Some(_) => b.fits.cmp(&a.fits).then_with(|| {
-            if a.fits {
-                cost_a.total_cmp(&cost_b).then(peak_a.cmp(&peak_b))
-            } else {
-                by_peak()
-            }
-        }),
-        None => by_peak(),
-    }
+    compare_plans(key(a), key(b), budget)
 }
 
 /// The smallest budget `--remat=auto` is known to meet after no strategy met the budget: the
@@ -280,7 +302,8 @@ mod tests {
         assert!(comparison[0].peak_bytes.is_some(), "the first strategy always starts");
         assert!(comparison[1..]
             .iter()
-            .all(|c| c.peak_bytes.is_none() && c.note.as_deref().is_some_and(|n| n.starts_with("skipped"))));
+            .all(|c| c.peak_bytes.is_none() && matches!(c.outcome, CandidateOutcome::Skipped { .. })));
+        assert_eq!(plan.details.stop, StopReason::TimeLimit { gap: None }, "the time limit cut the run short");
         let bad = PlannerOptions { auto_time_limit: f64::NAN, ..options() };
         assert!(plan_within_budget(&AutoRemat, &graph, &order, None, &bad).is_err());
     }

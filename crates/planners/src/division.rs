@@ -52,21 +52,41 @@ pub struct TwoTerminalDag {
     pub edges: Vec<(u32, u32)>,
 }
 
+/// Why a [`TwoTerminalDag`] is malformed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DagError {
+    /// Fewer than two vertices.
+    #[error("a two-terminal DAG needs a source and a sink")]
+    NoTerminals,
+    /// An edge that does not go forward in the numbering.
+    #[error("edge {0}->{1} is not forward in the numbering")]
+    NotForward(u32, u32),
+    /// An edge given twice.
+    #[error("edge {0}->{1} appears twice")]
+    DuplicateEdge(u32, u32),
+    /// A vertex the source does not reach.
+    #[error("vertex {0} is not reachable from the source")]
+    Unreachable(usize),
+    /// A vertex that does not reach the sink.
+    #[error("vertex {0} does not reach the sink")]
+    NoPathToSink(usize),
+}
+
 impl TwoTerminalDag {
     /// Checks the numbering, duplicates, and that every vertex lies on a source–sink path.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), DagError> {
         let n = self.vertices;
         if n < 2 {
-            return Err("a two-terminal DAG needs a source and a sink".into());
+            return Err(DagError::NoTerminals);
         }
         let mut seen = std::collections::HashSet::new();
         let (mut has_in, mut has_out) = (vec![false; n], vec![false; n]);
         for &(u, w) in &self.edges {
             if u >= w || w as usize >= n {
-                return Err(format!("edge {u}->{w} is not forward in the numbering"));
+                return Err(DagError::NotForward(u, w));
             }
             if !seen.insert((u, w)) {
-                return Err(format!("edge {u}->{w} appears twice"));
+                return Err(DagError::DuplicateEdge(u, w));
             }
             has_out[u as usize] = true;
             has_in[w as usize] = true;
@@ -76,10 +96,10 @@ impl TwoTerminalDag {
         // it; likewise for the sink. Together they put every vertex on a source–sink path.
         for v in 0..n {
             if v != 0 && !has_in[v] {
-                return Err(format!("vertex {v} is not reachable from the source"));
+                return Err(DagError::Unreachable(v));
             }
             if v != n - 1 && !has_out[v] {
-                return Err(format!("vertex {v} does not reach the sink"));
+                return Err(DagError::NoPathToSink(v));
             }
         }
         Ok(())

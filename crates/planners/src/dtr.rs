@@ -61,7 +61,7 @@
 //! Cost: each eviction scans the resident storages; `dtr` and `msps` add a graph search per
 //! candidate, `dtr-eq` a walk over its neighbours.
 
-use crate::{PlanDetails, PlanError, PlanRequest, Planner};
+use crate::{FallbackCause, PlanDetails, PlanError, PlanRequest, Planner, StopReason, StrategyFacts};
 use indexmap::IndexSet;
 use remat_graph::random::SplitMix64;
 use remat_graph::{Graph, NodeId, Schedule};
@@ -721,16 +721,65 @@ impl UnionFind {
 pub struct DtrRemat;
 
 impl DtrRemat {
-    fn run(request: &PlanRequest<'_>, budget: u64) -> (Schedule, Option<DtrStats>) {
+    fn run(request: &PlanRequest<'_>, budget: u64) -> (Schedule, PlanDetails) {
         match simulate_dtr(request.graph, request.order, budget, &request.options.dtr) {
-            Ok((schedule, stats)) => (schedule, Some(stats)),
+            Ok((schedule, stats)) => (schedule, PlanDetails::default().with_facts(stats)),
             Err(e) => {
                 tracing::debug!(target: "remat_planners::dtr", "{e}");
                 // No plan fits: hand back the input order, which the caller measures and
                 // reports as over budget (with the smallest budget DTR meets).
-                (request.order.to_vec(), None)
+                let stop = StopReason::Fallback { to: "none", cause: FallbackCause::NoPlan };
+                (request.order.to_vec(), PlanDetails::stopped(stop))
             }
         }
+    }
+}
+
+impl StrategyFacts for DtrStats {
+    fn key(&self) -> &'static str {
+        "dtr"
+    }
+
+    fn to_json(&self, _deterministic: bool) -> serde_json::Value {
+        serde_json::json!({
+            "heuristic": self.heuristic.name(),
+            "dealloc": self.dealloc.name(),
+            "budget_bytes": self.budget,
+            "operations": self.operations,
+            "rematerializations": self.rematerializations,
+            "evictions": self.evictions,
+            "eager_evictions": self.eager_evictions,
+            "banished": self.banished,
+            "metadata_accesses": self.metadata_accesses,
+            "peak_resident_bytes": self.peak_resident,
+        })
+    }
+
+    fn lines(&self, _deterministic: bool) -> Vec<(String, String)> {
+        use remat_graph::units::Bytes;
+        vec![
+            (
+                "dtr".into(),
+                format!(
+                    "heuristic {}, dealloc {}, simulated at {} ({} bytes)",
+                    self.heuristic.name(),
+                    self.dealloc.name(),
+                    Bytes(self.budget),
+                    self.budget
+                ),
+            ),
+            (
+                "dtr simulation".into(),
+                format!(
+                    "{} ops ({} rematerialized), {} evictions + {} on deallocation, {} banished",
+                    self.operations, self.rematerializations, self.evictions, self.eager_evictions, self.banished
+                ),
+            ),
+            (
+                "dtr metadata".into(),
+                format!("{} storage accesses; {} resident at most", self.metadata_accesses, Bytes(self.peak_resident)),
+            ),
+        ]
     }
 }
 
@@ -754,8 +803,7 @@ impl Planner for DtrRemat {
                     remat_graph::simulate(request.graph, request.order).map(|s| s.peak_bytes).unwrap_or(0)
                 }),
         };
-        let (schedule, stats) = Self::run(request, budget);
-        Ok((schedule, PlanDetails { dtr: stats, ..PlanDetails::default() }))
+        Ok(Self::run(request, budget))
     }
 }
 

@@ -31,7 +31,7 @@
 //!
 //! Cost: O(steps × evictions × live values) in the worst case; each eviction scans the live set.
 
-use crate::{PlanError, PlanRequest, Planner};
+use crate::{compare_plans, PlanDetails, PlanError, PlanRequest, Planner, StopReason};
 use indexmap::IndexSet;
 use remat_graph::{Graph, NodeId, Schedule};
 
@@ -46,10 +46,19 @@ impl Planner for GreedyRemat {
         "XLA's greedy remat: walk the order, evict the value that saves most when over budget"
     }
     fn plan(&self, request: &PlanRequest<'_>) -> Result<Schedule, PlanError> {
+        Ok(self.plan_detailed(request)?.0)
+    }
+    /// With a budget, the walk stops with [`StopReason::NoImprovement`] when at some step
+    /// nothing could be evicted to meet it.
+    fn plan_detailed(&self, request: &PlanRequest<'_>) -> Result<(Schedule, PlanDetails), PlanError> {
         let graph = request.graph;
         request.order_positions()?;
         match request.budget {
-            Some(budget) => Ok(walk(graph, request.order, budget)),
+            Some(budget) => {
+                let state = run_walk(graph, request.order, budget, false);
+                let stop = if state.stuck { StopReason::NoImprovement } else { StopReason::Completed };
+                Ok((state.schedule, PlanDetails::stopped(stop)))
+            }
             // Without a budget, aim for the least memory. The walk is not monotone in its
             // budget (evicting eagerly can keep more inputs alive later), so try both the walk
             // toward the lower bound and the walk at the smallest budget it provably meets
@@ -63,8 +72,8 @@ impl Planner for GreedyRemat {
                     let sim = remat_graph::simulate(graph, s).expect("greedy plans are valid");
                     (sim.peak_bytes, sim.cost)
                 };
-                let (a, b) = (measure(&toward_bound), measure(&bisected));
-                Ok(if a.0 < b.0 || (a.0 == b.0 && a.1 <= b.1) { toward_bound } else { bisected })
+                let better = compare_plans(measure(&bisected), measure(&toward_bound), None).is_lt();
+                Ok((if better { bisected } else { toward_bound }, PlanDetails::default()))
             }
         }
     }
@@ -124,6 +133,8 @@ struct State<'g> {
     live_bytes: u64,
     schedule: Schedule,
     evictions: usize,
+    /// Whether some step stayed over the budget because nothing could be evicted.
+    stuck: bool,
     /// Eviction round counter and `recomputable` memo stamped with it.
     round: u32,
     recomputable_memo: Vec<(u32, bool)>,
@@ -179,6 +190,7 @@ impl<'g> State<'g> {
             live_bytes: 0,
             schedule: Vec::new(),
             evictions: 0,
+            stuck: false,
             trace: None,
             round: 0,
             recomputable_memo: vec![(0, false); n],
@@ -254,7 +266,10 @@ impl<'g> State<'g> {
         while self.live_bytes + own_bytes > self.budget {
             match self.best_eviction(id, reason) {
                 Some(victim) => self.evict(victim),
-                None => break,
+                None => {
+                    self.stuck = true;
+                    break;
+                }
             }
         }
         // Phase 3: execute.

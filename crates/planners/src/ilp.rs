@@ -11,7 +11,10 @@ mod formulation;
 mod model;
 mod rounding;
 
-use crate::{finish, PlanDetails, PlanError, PlanRequest, Planner};
+use crate::{
+    compare_plans, finish, FallbackCause, InvalidRequest, NoPlanCause, PlanDetails, PlanError, PlanRequest, Planner,
+    StopReason, StrategyFacts,
+};
 use formulation::{Formulation, Goal, Problem, Stages};
 use model::Outcome;
 use remat_graph::{simulate, Graph, NodeId, Schedule};
@@ -77,6 +80,21 @@ pub enum SolveStatus {
     TimeLimit,
     /// A plan rounded from the LP relaxation; `lp_bound` bounds the optimum.
     Rounded,
+    /// The solver found no plan in its time limit; this heuristic's plan (one the solver could
+    /// not start from) is returned, with the bound the solver did prove.
+    Fallback(&'static str),
+}
+
+impl SolveStatus {
+    /// The report's name: `optimal`, `time-limit` (also for a fallback, as in schema 1) or
+    /// `rounded`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SolveStatus::Optimal => "optimal",
+            SolveStatus::TimeLimit | SolveStatus::Fallback(_) => "time-limit",
+            SolveStatus::Rounded => "rounded",
+        }
+    }
 }
 
 /// What the ILP proved about its plan.
@@ -107,6 +125,69 @@ pub struct Certificate {
     pub solve_seconds: f64,
 }
 
+impl Certificate {
+    /// Why the ILP stopped: optimal (gap 0), within the accepted MIP gap, at the time limit, a
+    /// rounded LP (within its gap of the LP bound), or a heuristic's plan it fell back to.
+    pub fn stop_reason(&self) -> StopReason {
+        let gap = self.gap.is_finite().then_some(self.gap);
+        match self.status {
+            SolveStatus::Optimal if self.gap > 0.0 => StopReason::Gap { gap: self.gap },
+            SolveStatus::Optimal => StopReason::Optimal,
+            SolveStatus::TimeLimit => StopReason::TimeLimit { gap },
+            SolveStatus::Rounded => StopReason::Gap { gap: self.gap },
+            SolveStatus::Fallback(to) => StopReason::Fallback { to, cause: FallbackCause::TimeLimit },
+        }
+    }
+}
+
+impl StrategyFacts for Certificate {
+    fn key(&self) -> &'static str {
+        "ilp"
+    }
+
+    fn to_json(&self, deterministic: bool) -> serde_json::Value {
+        let mut ilp = serde_json::json!({
+            "formulation": self.formulation,
+            "class": self.class,
+            "status": self.status.name(),
+            "objective": self.objective,
+            "dual_bound": self.dual_bound,
+            "gap": self.gap,
+            "lp_bound": self.lp_bound,
+            "smallest_feasible_budget": self.smallest_feasible_budget,
+            "variables": self.size.0,
+            "constraints": self.size.1,
+            "warm_start": self.warm_start,
+        });
+        if !deterministic {
+            ilp["solve_seconds"] = serde_json::json!(self.solve_seconds);
+        }
+        ilp
+    }
+
+    fn lines(&self, deterministic: bool) -> Vec<(String, String)> {
+        use remat_graph::units::Bytes;
+        let mut lines = vec![
+            ("ilp".to_string(), format!("{}, {}", self.status.name(), self.formulation)),
+            ("ilp class".to_string(), self.class.clone()),
+        ];
+        let lp = self.lp_bound.map(|b| format!("; LP bound {b:.4e}")).unwrap_or_default();
+        lines.push((
+            "ilp objective".into(),
+            format!("{:.4e} (dual bound {:.4e}, gap {:.2}%){lp}", self.objective, self.dual_bound, 100.0 * self.gap),
+        ));
+        if let Some(b) = self.smallest_feasible_budget {
+            lines.push(("ilp least budget".into(), format!("{} ({b} bytes)", Bytes(b))));
+        }
+        let warm = self.warm_start.map(|w| format!("; warm start: {w}")).unwrap_or_default();
+        lines.push(("ilp model".into(), format!("{} variables, {} constraints{warm}", self.size.0, self.size.1)));
+        if !deterministic {
+            lines.push(("ilp solved in".into(), format!("{:.3} s", self.solve_seconds)));
+        }
+        lines
+    }
+}
+
 /// Up to this many nodes the default is the order-free MILP; above, Checkmate's fixed stages.
 pub const FREE_ORDER_NODES: usize = 10;
 /// Up to this many nodes the default is one node per fixed stage (Checkmate's own stages).
@@ -135,10 +216,10 @@ impl Planner for IlpRemat {
     fn plan_detailed(&self, request: &PlanRequest<'_>) -> Result<(Schedule, PlanDetails), PlanError> {
         request.order_positions()?;
         if request.order.is_empty() {
-            return Ok((Vec::new(), PlanDetails::default()));
+            return Ok((Vec::new(), PlanDetails::stopped(StopReason::Optimal)));
         }
         let (schedule, certificate) = Solve::new(request).run()?;
-        Ok((schedule, PlanDetails { ilp: Some(certificate), ..PlanDetails::default() }))
+        Ok((schedule, PlanDetails::stopped(certificate.stop_reason()).with_facts(certificate)))
     }
 }
 
@@ -193,15 +274,8 @@ impl<'r> Solve<'r> {
                 }
             }
         }
-        // Cheapest within the budget first, then by peak.
-        let budget = request.budget;
-        heuristics.sort_by(|a, b| {
-            let fits = |h: &Heuristic| budget.is_none_or(|b| h.peak <= b);
-            fits(b).cmp(&fits(a)).then(match budget {
-                Some(_) => a.cost.total_cmp(&b.cost).then(a.peak.cmp(&b.peak)),
-                None => a.peak.cmp(&b.peak).then(a.cost.total_cmp(&b.cost)),
-            })
-        });
+        // Best first (a stable sort keeps WARM_STARTS order among equals).
+        heuristics.sort_by(|a, b| compare_plans((a.peak, a.cost), (b.peak, b.cost), request.budget));
         let verbose = tracing::enabled!(target: "remat_planners::ilp", tracing::Level::DEBUG)
             || std::env::var_os("REMAT_HIGHS_LOG").is_some();
         Solve { request, problem, deadline, started, heuristics, verbose }
@@ -302,7 +376,7 @@ impl<'r> Solve<'r> {
         formulation
             .model
             .solve(relax, self.remaining(), options.mip_gap, initial, self.verbose)
-            .map_err(|e| PlanError::InvalidRequest(format!("ilp: {e}")))
+            .map_err(|e| PlanError::Solver { strategy: "ilp", message: e.to_string() })
     }
 
     fn run(self) -> Result<(Schedule, Certificate), PlanError> {
@@ -357,7 +431,7 @@ impl<'r> Solve<'r> {
     fn extract(&self, f: &Formulation<'_>, values: &[f64]) -> Result<Schedule, PlanError> {
         let schedule = f.schedule(values);
         remat_graph::validate(self.request.graph, &schedule)
-            .map_err(|e| PlanError::InvalidRequest(format!("ilp: the solver's plan is not a valid schedule ({e})")))?;
+            .map_err(|e| PlanError::NoPlan { strategy: "ilp", why: NoPlanCause::InvalidSolution(e) })?;
         Ok(schedule)
     }
 
@@ -398,10 +472,8 @@ impl<'r> Solve<'r> {
         lp_objective: f64,
     ) -> Result<(Schedule, Certificate), PlanError> {
         let Some(h) = self.heuristics.iter().find(|h| h.peak <= budget) else {
-            return Err(PlanError::InvalidRequest(format!(
-                "ilp: no plan within the budget was found in the time limit ({:.0} s); raise --ilp-time-limit or use --ilp-method=lp-rounding",
-                self.request.options.ilp.time_limit
-            )));
+            let why = NoPlanCause::TimeLimitWithinBudget(self.request.options.ilp.time_limit);
+            return Err(PlanError::NoPlan { strategy: "ilp", why });
         };
         let scale = self.problem.cost_scale;
         let bound =
@@ -409,7 +481,7 @@ impl<'r> Solve<'r> {
         let certificate = Certificate {
             formulation: String::new(),
             class: String::new(),
-            status: SolveStatus::TimeLimit,
+            status: SolveStatus::Fallback(h.name),
             objective: h.cost,
             dual_bound: bound,
             gap: if h.cost > 0.0 { ((h.cost - bound) / h.cost).max(0.0) } else { 0.0 },
@@ -433,13 +505,11 @@ impl<'r> Solve<'r> {
         let warm = self.warm_start(&f);
         let solved = self.solve(&f, false, warm.as_ref().map(|w| w.1.as_slice()))?;
         if !matches!(solved.outcome, Outcome::Optimal | Outcome::TimeLimit) {
-            return Err(PlanError::InvalidRequest(format!(
-                "ilp: no schedule found in the time limit ({:.0} s)",
-                self.request.options.ilp.time_limit
-            )));
+            let why = NoPlanCause::TimeLimit(self.request.options.ilp.time_limit);
+            return Err(PlanError::NoPlan { strategy: "ilp", why });
         }
         let schedule = self.extract(&f, &solved.values)?;
-        let measured = simulate(self.request.graph, &schedule).map_err(|e| PlanError::InvalidRequest(e.to_string()))?;
+        let measured = simulate(self.request.graph, &schedule).map_err(InvalidRequest::from)?;
         let peak = measured.peak_bytes;
         let mut certificate = self.certificate(&f, &solved, warm.map(|w| w.0), None);
         // The memory program's objective is the peak (in units), not a cost.
@@ -483,35 +553,26 @@ impl<'r> Solve<'r> {
         let lp = self.solve(&f, true, None)?;
         let candidates = match lp.outcome {
             Outcome::Optimal => rounding::candidates(&f, &lp.values, self.request.options.ilp.seed),
-            Outcome::Infeasible => return Err(PlanError::InvalidRequest("ilp: the LP relaxation is infeasible at this budget, so no rounding exists".into())),
+            Outcome::Infeasible => {
+                return Err(PlanError::NoPlan { strategy: "ilp", why: NoPlanCause::InfeasibleRelaxation })
+            }
             Outcome::TimeLimit | Outcome::NoSolution => {
-                return Err(PlanError::InvalidRequest(format!(
-                    "ilp: the LP relaxation ({} variables) did not finish within the time limit ({:.0} s); raise --ilp-time-limit",
-                    f.model.columns.len(),
-                    self.request.options.ilp.time_limit
-                )))
+                let why = NoPlanCause::RelaxationTimeLimit(self.request.options.ilp.time_limit);
+                return Err(PlanError::NoPlan { strategy: "ilp", why });
             }
         };
         let graph = self.request.graph;
         let mut best: Option<(u64, f64, Schedule)> = None;
         for schedule in candidates {
             let Ok(sim) = simulate(graph, &schedule) else { continue };
-            let better = |b: &(u64, f64, Schedule)| {
-                let (fits, best_fits) = (sim.peak_bytes <= target, b.0 <= target);
-                if fits != best_fits {
-                    fits
-                } else if fits {
-                    sim.cost < b.1 || (sim.cost == b.1 && sim.peak_bytes < b.0)
-                } else {
-                    sim.peak_bytes < b.0 || (sim.peak_bytes == b.0 && sim.cost < b.1)
-                }
-            };
+            let better =
+                |b: &(u64, f64, Schedule)| compare_plans((sim.peak_bytes, sim.cost), (b.0, b.1), Some(target)).is_lt();
             if best.as_ref().is_none_or(better) {
                 best = Some((sim.peak_bytes, sim.cost, schedule));
             }
         }
         let Some((_, cost, schedule)) = best else {
-            return Err(PlanError::InvalidRequest("ilp: no rounding of the LP relaxation is a valid schedule".into()));
+            return Err(PlanError::NoPlan { strategy: "ilp", why: NoPlanCause::NoValidRounding });
         };
         let lp_bound = lp.objective * self.problem.cost_scale;
         Ok((

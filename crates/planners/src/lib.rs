@@ -4,8 +4,10 @@
 //! Planners never see MLIR and never do I/O; they are measured with
 //! [`remat_graph::simulate`], the one memory model every part of remat-opt shares.
 //!
-//! Adding a strategy: write `src/<name>.rs` with a type implementing [`Planner`] and add one
-//! line to [`STRATEGIES`].
+//! Adding a strategy: write `src/<name>.rs` with a type implementing [`Planner`] (its own report
+//! facts, if any, implement [`StrategyFacts`] in the same file) and add one line to
+//! [`STRATEGIES`]; ARCHITECTURE.md, "Adding a strategy", lists the rest, which is generated or
+//! checked from that list.
 
 #![deny(missing_docs)]
 
@@ -19,11 +21,15 @@ pub mod ilp;
 pub mod none;
 pub mod pathdec;
 pub mod pathwidth;
+mod plan;
 pub mod polish;
 pub mod sweep;
 pub mod treedec;
 pub mod treewidth;
 
+pub use plan::{
+    compare_plans, FallbackCause, InvalidRequest, NoPlanCause, PlanDetails, PlanError, StopReason, StrategyFacts,
+};
 use remat_graph::{lower_bound, simulate, simulate_with_transfers, Graph, NodeId, Schedule};
 
 /// Knobs of particular strategies, and of the polishing pass every plan goes through.
@@ -63,24 +69,6 @@ impl Default for PlannerOptions {
     }
 }
 
-/// What a strategy proves or compares besides its schedule (most strategies: nothing).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct PlanDetails {
-    /// The ILP's proof: status, bounds, gap, and the class of schedules it is optimal over.
-    pub ilp: Option<ilp::Certificate>,
-    /// `--remat=auto`'s comparison of every strategy it ran.
-    pub comparison: Vec<auto::Candidate>,
-    /// DTR's simulation: evictions, rematerializations and metadata accesses.
-    pub dtr: Option<dtr::DtrStats>,
-    /// The chain planner's DP: stages, makespans with and without offloading.
-    pub chain: Option<chain::planner::ChainStats>,
-    /// Host round trips that belong to the schedule (offloads and prefetches, by step index;
-    /// empty for every strategy but `chain` with `--bandwidth`). The schedule is measured with
-    /// them ([`remat_graph::simulate_with_transfers`]) and is not polished, which would move
-    /// its steps.
-    pub transfers: Vec<remat_graph::Transfer>,
-}
-
 /// What a planner is asked to do.
 #[derive(Clone, Copy, Debug)]
 pub struct PlanRequest<'g> {
@@ -93,14 +81,6 @@ pub struct PlanRequest<'g> {
     pub budget: Option<u64>,
     /// Strategy knobs.
     pub options: &'g PlannerOptions,
-}
-
-/// Why a planner could not produce a schedule.
-#[derive(Clone, Debug, thiserror::Error, PartialEq)]
-pub enum PlanError {
-    /// The request itself is malformed (e.g. `order` is not a valid schedule).
-    #[error("invalid plan request: {0}")]
-    InvalidRequest(String),
 }
 
 /// A rematerialization strategy.
@@ -126,13 +106,11 @@ impl PlanRequest<'_> {
         let mut position = vec![usize::MAX; graph.len()];
         for (i, &n) in self.order.iter().enumerate() {
             if n.index() >= graph.len() || graph.node(n).argument || position[n.index()] != usize::MAX {
-                return Err(PlanError::InvalidRequest(format!(
-                    "the base order must list every non-argument node once (node {n})"
-                )));
+                return Err(InvalidRequest::OrderListing(n).into());
             }
             position[n.index()] = i;
         }
-        remat_graph::validate(graph, self.order).map_err(|e| PlanError::InvalidRequest(e.to_string()))?;
+        remat_graph::validate(graph, self.order).map_err(InvalidRequest::from)?;
         Ok(position)
     }
 }
@@ -224,14 +202,12 @@ pub(crate) fn finish(graph: &Graph, schedule: Schedule, budget: Option<u64>, opt
 /// graphs of 10⁴ nodes.
 pub(crate) fn choose_candidate(
     graph: &Graph,
-    strategy: &str,
+    strategy: &'static str,
     candidates: Vec<Schedule>,
     budget: Option<u64>,
     options: &PlannerOptions,
 ) -> Result<Schedule, PlanError> {
-    let invalid = |e: remat_graph::ScheduleError| {
-        PlanError::InvalidRequest(format!("{strategy} produced an invalid schedule: {e}"))
-    };
+    let invalid = |error| PlanError::InvalidSchedule { strategy, error };
     let mut measured = Vec::with_capacity(candidates.len());
     for schedule in candidates {
         let sim = simulate(graph, &schedule).map_err(invalid)?;
@@ -246,11 +222,7 @@ pub(crate) fn choose_candidate(
     for (_, raw) in contenders {
         let sim = simulate(graph, &finish(graph, raw.clone(), budget, options)).map_err(invalid)?;
         let key = (sim.peak_bytes, sim.cost);
-        let better = |b: &(u64, f64)| match budget {
-            Some(limit) if key.0 <= limit && b.0 <= limit => key.1 < b.1 || (key.1 == b.1 && key.0 < b.0),
-            _ => key.0 < b.0 || (key.0 == b.0 && key.1 < b.1),
-        };
-        if best.as_ref().is_none_or(|(b, _)| better(b)) {
+        if best.as_ref().is_none_or(|(b, _)| compare_plans(key, *b, budget).is_lt()) {
             best = Some((key, raw));
         }
     }
@@ -342,13 +314,11 @@ pub fn measure_plan(
     budget: Option<u64>,
     options: &PlannerOptions,
 ) -> Result<MeasuredPlan, PlanError> {
-    let baseline = simulate(graph, order).map_err(|e| PlanError::InvalidRequest(e.to_string()))?;
+    let baseline = simulate(graph, order).map_err(InvalidRequest::from)?;
     let bound = lower_bound(graph);
     let started = std::time::Instant::now();
     let (raw_schedule, details) = planner.plan_detailed(&PlanRequest { graph, order, budget, options })?;
-    let invalid = |e: remat_graph::ScheduleError| {
-        PlanError::InvalidRequest(format!("strategy '{}' produced an invalid schedule: {e}", planner.name()))
-    };
+    let invalid = |error| PlanError::InvalidSchedule { strategy: planner.name(), error };
     let raw = simulate_with_transfers(graph, &raw_schedule, &details.transfers).map_err(invalid)?;
     let schedule =
         if details.transfers.is_empty() { finish(graph, raw_schedule, budget, options) } else { raw_schedule };
@@ -376,7 +346,7 @@ pub fn plan_within_budget(
                 budget,
                 achieved: plan.simulation.peak_bytes,
                 lower_bound: plan.lower_bound,
-                smallest_feasible: match details.ilp.as_ref().and_then(|c| c.smallest_feasible_budget) {
+                smallest_feasible: match details.facts::<ilp::Certificate>().and_then(|c| c.smallest_feasible_budget) {
                     Some(proven) => Some(proven),
                     None if !details.comparison.is_empty() => {
                         auto::smallest_feasible_budget(graph, order, options, &details.comparison)

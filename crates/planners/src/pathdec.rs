@@ -13,6 +13,7 @@
 //! at most doubling each bag (plus one). A graph that already has a Hamiltonian path (a unique
 //! topological order, [`hamiltonian_path`]) skips it.
 
+use crate::treedec::DecompositionError;
 use remat_graph::{Graph, NodeId};
 
 /// A path decomposition: bags in path order, each sorted.
@@ -153,11 +154,11 @@ impl PathDecomposition {
     /// Checks the properties of a path decomposition of `graph`'s skeleton plus `extra`
     /// edges: every non-argument node is in a bag, both ends of every edge share a bag, and the
     /// bags holding a node are consecutive.
-    pub fn validate(&self, graph: &Graph, extra: &[(NodeId, NodeId)]) -> Result<(), String> {
+    pub fn validate(&self, graph: &Graph, extra: &[(NodeId, NodeId)]) -> Result<(), DecompositionError> {
         let mut count = vec![0usize; graph.len()];
         for bag in &self.bags {
             if bag.windows(2).any(|w| w[0] >= w[1]) {
-                return Err("a bag is not sorted or repeats a node".into());
+                return Err(DecompositionError::UnsortedBag);
             }
             for v in bag {
                 count[v.index()] += 1;
@@ -165,9 +166,9 @@ impl PathDecomposition {
         }
         let intervals = self.intervals(graph.len());
         for v in graph.ids().filter(|&v| !graph.node(v).argument) {
-            let Some((l, r)) = intervals[v.index()] else { return Err(format!("node {v} is in no bag")) };
+            let Some((l, r)) = intervals[v.index()] else { return Err(DecompositionError::NodeInNoBag(v)) };
             if count[v.index()] != r - l + 1 {
-                return Err(format!("the bags holding node {v} are not consecutive"));
+                return Err(DecompositionError::BagsNotConnected(v));
             }
         }
         let overlap = |a: NodeId, b: NodeId| match (intervals[a.index()], intervals[b.index()]) {
@@ -181,7 +182,7 @@ impl PathDecomposition {
             .chain(extra.iter().copied());
         for (p, v) in edges {
             if !overlap(p, v) {
-                return Err(format!("edge {p} -> {v} is in no bag"));
+                return Err(DecompositionError::EdgeInNoBag(p, v));
             }
         }
         Ok(())

@@ -71,7 +71,7 @@ impl Planner for PwRemat {
                 None => tracing::debug!(stop = k, limit, "PWRemat(k) abandoned: schedule too long"),
             }
         }
-        choose_candidate(graph, "PWRemat", candidates, request.budget, request.options)
+        choose_candidate(graph, "pathwidth", candidates, request.budget, request.options)
     }
 }
 

@@ -8,7 +8,7 @@
 //! Everything but the seconds is deterministic.
 
 use crate::auto::{candidate, Candidate};
-use crate::{PlanError, PlanRequest, Planner, PlannerOptions, STRATEGIES};
+use crate::{InvalidRequest, PlanError, PlanRequest, Planner, PlannerOptions, STRATEGIES};
 use remat_graph::units::{Budget, Bytes};
 use remat_graph::{lower_bound, simulate, Graph, NodeId};
 
@@ -59,11 +59,9 @@ pub fn sweep(
 ) -> Result<SweepTable, PlanError> {
     PlanRequest { graph, order, budget: None, options }.order_positions()?;
     if let Some(p) = percents.iter().find(|p| !(p.is_finite() && **p >= 0.0)) {
-        return Err(PlanError::InvalidRequest(format!(
-            "invalid sweep budget {p}% (expected a finite, non-negative percentage)"
-        )));
+        return Err(InvalidRequest::SweepPercent(*p).into());
     }
-    let baseline = simulate(graph, order).map_err(|e| PlanError::InvalidRequest(e.to_string()))?;
+    let baseline = simulate(graph, order).map_err(InvalidRequest::from)?;
     let mut rows = Vec::with_capacity(percents.len() * strategies.len());
     for &percent in percents {
         let budget_bytes = Budget::PercentOfBaseline(percent).resolve(baseline.peak_bytes);
@@ -130,7 +128,7 @@ impl SweepTable {
                 c.strategy
             );
             s += line.trim_end();
-            if let Some(note) = &c.note {
+            if let Some(note) = c.note() {
                 s += &format!("  ({note})");
             }
             s.push('\n');
@@ -157,7 +155,7 @@ impl SweepTable {
                 c.recompute_overhead(self.baseline_cost).map(|o| format!("{o:.6}")).unwrap_or_default(),
                 if c.peak_bytes.is_some() { c.fits.to_string() } else { String::new() },
                 format!("{:.3}", c.seconds),
-                c.note.clone().unwrap_or_default(),
+                c.note().unwrap_or_default(),
             ];
             let fields: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
             s += &fields.join(",");

@@ -34,6 +34,34 @@ impl EliminationHeuristic {
     }
 }
 
+/// Why bags are not a tree (or path) decomposition of a graph: which of the properties fails.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DecompositionError {
+    /// The tree has the wrong number of edges for its bags.
+    #[error("{bags} bags but {edges} tree edges")]
+    NotATree {
+        /// Bags.
+        bags: usize,
+        /// Tree edges.
+        edges: usize,
+    },
+    /// The bags do not form one tree.
+    #[error("the bags do not form a connected tree")]
+    Disconnected,
+    /// A bag is not sorted, or repeats a node.
+    #[error("a bag is not sorted or repeats a node")]
+    UnsortedBag,
+    /// (i) A node is in no bag.
+    #[error("(i) node {0} is in no bag")]
+    NodeInNoBag(NodeId),
+    /// (ii) An edge's ends share no bag.
+    #[error("(ii) edge {0} -> {1} is in no bag")]
+    EdgeInNoBag(NodeId, NodeId),
+    /// (iii) The bags holding a node are not connected in the tree (not consecutive in a path).
+    #[error("(iii) the bags holding node {0} are not connected")]
+    BagsNotConnected(NodeId),
+}
+
 /// A tree decomposition: bags of graph nodes and the tree edges between bags.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TreeDecomposition {
@@ -214,11 +242,11 @@ impl TreeDecomposition {
     /// Checks the three properties of a tree decomposition of `graph`'s skeleton, and that the
     /// bags form a tree: (i) every vertex is in a bag, (ii) both ends of every edge share a
     /// bag, (iii) the bags holding a vertex are connected.
-    pub fn validate(&self, graph: &Graph) -> Result<(), String> {
+    pub fn validate(&self, graph: &Graph) -> Result<(), DecompositionError> {
         let n = self.bags.len();
         let edges: usize = self.adjacency.iter().map(Vec::len).sum::<usize>() / 2;
         if n > 0 && edges != n - 1 {
-            return Err(format!("{n} bags but {edges} tree edges"));
+            return Err(DecompositionError::NotATree { bags: n, edges });
         }
         if n > 0 {
             let mut seen = vec![false; n];
@@ -232,7 +260,7 @@ impl TreeDecomposition {
                 }
             }
             if seen.iter().any(|s| !s) {
-                return Err("the bags do not form a connected tree".into());
+                return Err(DecompositionError::Disconnected);
             }
         }
         let mut bags_of: Vec<Vec<usize>> = vec![Vec::new(); graph.len()];
@@ -244,7 +272,7 @@ impl TreeDecomposition {
         for v in graph.ids().filter(|&v| !graph.node(v).argument) {
             let holding = &bags_of[v.index()];
             if holding.is_empty() {
-                return Err(format!("(i) node {v} is in no bag"));
+                return Err(DecompositionError::NodeInNoBag(v));
             }
             let inside = holding
                 .iter()
@@ -252,11 +280,11 @@ impl TreeDecomposition {
                 .sum::<usize>()
                 / 2;
             if inside != holding.len() - 1 {
-                return Err(format!("(iii) the bags holding node {v} are not connected"));
+                return Err(DecompositionError::BagsNotConnected(v));
             }
             for &p in graph.preds(v) {
                 if !graph.node(p).argument && !holding.iter().any(|&b| self.bags[b].binary_search(&p).is_ok()) {
-                    return Err(format!("(ii) edge {p} -> {v} is in no bag"));
+                    return Err(DecompositionError::EdgeInNoBag(p, v));
                 }
             }
         }

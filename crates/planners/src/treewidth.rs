@@ -66,7 +66,7 @@ impl Planner for TwRemat {
                 candidates.push(tw_schedule(graph, &hierarchy, &rank, request.order, k));
             }
         }
-        choose_candidate(graph, "TWRemat", candidates, request.budget, options)
+        choose_candidate(graph, "treewidth", candidates, request.budget, options)
     }
 }
 

@@ -80,7 +80,9 @@ fn ilp_cost(graph: &Graph, budget: u64, order: StageOrder) -> Option<(f64, Solve
     options.ilp.warm_start = std::env::var_os("ILP_TEST_WARM").is_some();
     let schedule = graph.topological_schedule();
     match plan_within_budget(strategy("ilp").unwrap(), graph, &schedule, Some(budget), &options) {
-        Ok(plan) => Some((plan.simulation.cost, plan.details.ilp.unwrap().status)),
+        Ok(plan) => {
+            Some((plan.simulation.cost, plan.details.facts::<remat_planners::ilp::Certificate>().unwrap().status))
+        }
         Err(PlanFailure::Infeasible(_)) => None,
         Err(e) => panic!("{e}"),
     }

@@ -7,6 +7,7 @@
 //! result struct is stored. All fields are 8 bytes, so the struct is a flat array of words.
 
 use crate::alloc::{self, AllocationCounts, AllocationEvent};
+use crate::error::RuntimeError;
 use crate::tensor::{HostTensor, TensorSpec};
 use std::collections::HashSet;
 use std::time::Instant;
@@ -88,7 +89,7 @@ pub unsafe fn call_step(
     inputs: &mut [HostTensor],
     results: &[TensorSpec],
     trace: bool,
-) -> Result<StepRun, String> {
+) -> Result<StepRun, RuntimeError> {
     let mut call = PackedCall::new(inputs.iter_mut().map(|t| (t.as_mut_ptr() as u64, t.spec.shape.clone())), results);
     let mut args = call.arguments();
 
@@ -116,7 +117,11 @@ pub unsafe fn call_step(
             owned.insert(allocated as usize);
         }
         if sizes != spec.shape {
-            error.get_or_insert(format!("result {} has shape {:?}, expected {spec}", outputs.len(), sizes));
+            error.get_or_insert(RuntimeError::ResultShape {
+                index: outputs.len(),
+                found: sizes,
+                expected: spec.clone(),
+            });
             outputs.push(HostTensor::zeros(spec.clone()));
             continue;
         }
@@ -207,6 +212,24 @@ mod tests {
         let sum: f32 = (0..6).map(|i| a.value(i) as f32).sum();
         assert_eq!(run.outputs[1].value(0) as f32, sum);
         // The result buffers were freed after the counts were taken.
+        assert_eq!(alloc::counts().live_bytes, 0);
+    }
+
+    #[test]
+    fn a_result_of_another_shape_is_an_error_with_both_shapes() {
+        let spec = TensorSpec { element: ElementType::F32, shape: vec![2, 3] };
+        let mut inputs = vec![HostTensor::random(spec.clone(), &mut SplitMix64::new(3), 8)];
+        // The step returns a 3x2 transpose, not the 2x3 claimed here.
+        let results = [spec.clone(), TensorSpec { element: ElementType::F32, shape: vec![] }];
+        let error = unsafe { call_step(transpose_and_sum, &mut inputs, &results, false) }.unwrap_err();
+        assert_eq!(error.to_string(), "result 0 has shape [3, 2], expected tensor<2x3xf32>");
+        match error {
+            RuntimeError::ResultShape { index, found, expected } => {
+                assert_eq!((index, found, expected), (0, vec![3, 2], spec));
+            }
+            other => panic!("expected ResultShape, got {other:?}"),
+        }
+        // The step's result buffers are freed on failure too.
         assert_eq!(alloc::counts().live_bytes, 0);
     }
 }

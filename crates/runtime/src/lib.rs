@@ -11,6 +11,8 @@
 //!   run (tools/export/compare_*.py).
 //! * [`call`] — calls a step through MLIR's packed calling convention (`_mlir_<name>`), with
 //!   memref descriptors for tensors, and measures the call.
+//! * [`RuntimeError`] — what every fallible function here returns: structured variants whose
+//!   messages are what the runners print.
 //! * `gpu` (feature `gpu`) — the same on a CUDA device, for a step compiled to a shared
 //!   library: upstream MLIR's CUDA runtime wrappers and a counting device/host allocator, as C
 //!   functions a runner exports; the driver is loaded at run time, so no CUDA is needed to
@@ -18,6 +20,7 @@
 
 pub mod alloc;
 pub mod call;
+mod error;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 pub(crate) mod layout;
@@ -26,6 +29,7 @@ pub mod tensor;
 
 pub use alloc::{AllocationCounts, AllocationEvent};
 pub use call::{call_step, PackedEntry, StepRun};
+pub use error::RuntimeError;
 /// The generator of seeded inputs, so a runner seeds exactly like remat-run without depending
 /// on remat-graph itself.
 pub use remat_graph::random::SplitMix64;

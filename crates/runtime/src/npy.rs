@@ -3,6 +3,7 @@
 //! `remat-gpu-run --inputs/--expect DIR` reads them back to run the same step on a GPU and
 //! compare it with the CPU.
 
+use crate::error::RuntimeError;
 use crate::tensor::{ElementType, HostTensor, TensorSpec};
 use std::io::Write;
 use std::path::Path;
@@ -35,30 +36,32 @@ pub fn write(path: &Path, tensor: &HostTensor) -> std::io::Result<()> {
 }
 
 /// Reads the `.npy` file at `path`.
-pub fn read(path: &Path) -> Result<HostTensor, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: could not read: {e}", path.display()))?;
-    decode(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+pub fn read(path: &Path) -> Result<HostTensor, RuntimeError> {
+    let bytes = std::fs::read(path).map_err(|error| RuntimeError::ReadFile { path: path.to_path_buf(), error })?;
+    decode(&bytes).map_err(|error| RuntimeError::NpyFile { path: path.to_path_buf(), error: Box::new(error) })
 }
 
 /// The tensor in the bytes of a `.npy` file (format 1.0, 2.0 or 3.0; C order; the dtypes
 /// [`ElementType::npy_descr`] writes, so `<u2` reads back as `bf16`).
-pub fn decode(bytes: &[u8]) -> Result<HostTensor, String> {
+pub fn decode(bytes: &[u8]) -> Result<HostTensor, RuntimeError> {
     let magic = b"\x93NUMPY";
     if bytes.len() < 10 || &bytes[..6] != magic {
-        return Err("not a .npy file (bad magic)".into());
+        return Err(RuntimeError::NpyBadMagic);
     }
     let (header_start, header_len) = match bytes[6] {
         1 => (10usize, u16::from_le_bytes([bytes[8], bytes[9]]) as usize),
         2 | 3 if bytes.len() >= 12 => (12, u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize),
-        version => return Err(format!("unsupported .npy format version {version}")),
+        version => return Err(RuntimeError::NpyVersion { version }),
     };
-    let data_start =
-        header_start.checked_add(header_len).filter(|&end| end <= bytes.len()).ok_or("truncated .npy header")?;
-    let header = std::str::from_utf8(&bytes[header_start..data_start]).map_err(|_| "the .npy header is not text")?;
+    let data_start = header_start
+        .checked_add(header_len)
+        .filter(|&end| end <= bytes.len())
+        .ok_or(RuntimeError::NpyTruncatedHeader)?;
+    let header = std::str::from_utf8(&bytes[header_start..data_start]).map_err(|_| RuntimeError::NpyHeaderNotText)?;
     let spec = parse_header(header)?;
     let data = &bytes[data_start..];
     if data.len() != spec.bytes() {
-        return Err(format!("{spec} needs {} data bytes, the file has {}", spec.bytes(), data.len()));
+        return Err(RuntimeError::NpyDataSize { expected: spec.bytes(), found: data.len(), spec });
     }
     let mut tensor = HostTensor::zeros(spec);
     tensor.bytes_mut().copy_from_slice(data);
@@ -66,30 +69,29 @@ pub fn decode(bytes: &[u8]) -> Result<HostTensor, String> {
 }
 
 /// The tensor type of a header such as `{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }`.
-fn parse_header(header: &str) -> Result<TensorSpec, String> {
+fn parse_header(header: &str) -> Result<TensorSpec, RuntimeError> {
     let descr = header_value(header, "descr")?;
     let descr = descr.trim_matches(|c| c == '\'' || c == '"');
-    let element = ElementType::from_npy_descr(descr).ok_or_else(|| format!("unsupported dtype '{descr}'"))?;
+    let element =
+        ElementType::from_npy_descr(descr).ok_or_else(|| RuntimeError::NpyDtype { descr: descr.to_string() })?;
     if header_value(header, "fortran_order")? != "False" {
-        return Err("Fortran-order arrays are not supported".into());
+        return Err(RuntimeError::NpyFortranOrder);
     }
     let shape_text = header_value(header, "shape")?;
-    let inner = shape_text
-        .strip_prefix('(')
-        .and_then(|s| s.strip_suffix(')'))
-        .ok_or_else(|| format!("malformed shape '{shape_text}'"))?;
+    let malformed = || RuntimeError::NpyMalformedShape { shape: shape_text.to_string() };
+    let inner = shape_text.strip_prefix('(').and_then(|s| s.strip_suffix(')')).ok_or_else(malformed)?;
     let shape = inner
         .split(',')
         .map(str::trim)
         .filter(|d| !d.is_empty())
-        .map(|d| d.trim_end_matches('L').parse::<usize>().map_err(|_| format!("malformed shape '{shape_text}'")))
+        .map(|d| d.trim_end_matches('L').parse::<usize>().map_err(|_| malformed()))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(TensorSpec { element, shape })
 }
 
 /// The text of `key`'s value in the header's dict: a quoted string, a word, or a tuple.
-fn header_value<'a>(header: &'a str, key: &str) -> Result<&'a str, String> {
-    let missing = || format!("the .npy header has no '{key}'");
+fn header_value<'a>(header: &'a str, key: &str) -> Result<&'a str, RuntimeError> {
+    let missing = || RuntimeError::NpyMissingKey { key: key.to_string() };
     let after_key = ["'", "\""]
         .iter()
         .find_map(|q| header.find(&format!("{q}{key}{q}")).map(|at| &header[at + key.len() + 2..]))
@@ -101,7 +103,7 @@ fn header_value<'a>(header: &'a str, key: &str) -> Result<&'a str, String> {
         Some(_) => value.find([',', '}']),
         None => None,
     };
-    end.map(|e| value[..e].trim()).ok_or_else(|| format!("malformed '{key}' in the .npy header"))
+    end.map(|e| value[..e].trim()).ok_or_else(|| RuntimeError::NpyMalformedValue { key: key.to_string() })
 }
 
 #[cfg(test)]
@@ -166,20 +168,61 @@ mod tests {
     #[test]
     fn rejects_bad_files_with_a_message() {
         let good = encode(&HostTensor::zeros(TensorSpec { element: ElementType::F32, shape: vec![2] }));
-        assert!(decode(b"PK\x03\x04").unwrap_err().contains("magic"));
-        assert!(decode(&good[..good.len() - 1]).unwrap_err().contains("data bytes"));
+        let message = |bytes: &[u8]| decode(bytes).unwrap_err().to_string();
+        assert!(message(b"PK\x03\x04").contains("magic"));
+        assert!(message(&good[..good.len() - 1]).contains("data bytes"));
         // Same-length edits of the header, so its recorded length stays right.
         let replace = |from: &str, to: &str| {
             assert_eq!(from.len(), to.len());
             let mut bytes = good.clone();
             let at = bytes.windows(from.len()).position(|w| w == from.as_bytes()).unwrap();
             bytes[at..at + to.len()].copy_from_slice(to.as_bytes());
-            decode(&bytes).unwrap_err()
+            decode(&bytes).unwrap_err().to_string()
         };
         assert!(replace("'fortran_order': False", "'fortran_order': True ").contains("Fortran"));
         assert!(replace("<f4", "<c8").contains("dtype"));
         assert!(replace("<f4", ">f4").contains("dtype"));
         assert!(replace("(2,)", "(x,)").contains("shape"));
-        assert!(read(Path::new("/nonexistent/arg0.npy")).unwrap_err().contains("could not read"));
+        assert!(read(Path::new("/nonexistent/arg0.npy")).unwrap_err().to_string().contains("could not read"));
+    }
+
+    #[test]
+    fn errors_carry_the_path_and_the_problem() {
+        let dir = std::env::temp_dir().join(format!("remat-runtime-npy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("arg0.npy");
+        std::fs::write(&path, b"PK\x03\x04 not numpy").unwrap();
+        let error = read(&path).unwrap_err();
+        assert_eq!(error.to_string(), format!("{}: not a .npy file (bad magic)", path.display()));
+        match &error {
+            RuntimeError::NpyFile { path: at, error } => {
+                assert_eq!(at, &path);
+                assert!(matches!(**error, RuntimeError::NpyBadMagic), "{error:?}");
+            }
+            other => panic!("expected NpyFile, got {other:?}"),
+        }
+
+        let missing = dir.join("missing.npy");
+        match read(&missing).unwrap_err() {
+            RuntimeError::ReadFile { path: at, error } => {
+                assert_eq!(at, missing);
+                assert_eq!(error.kind(), std::io::ErrorKind::NotFound);
+            }
+            other => panic!("expected ReadFile, got {other:?}"),
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        let spec = TensorSpec { element: ElementType::I32, shape: vec![3] };
+        let bytes = encode(&HostTensor::zeros(spec.clone()));
+        match decode(&bytes[..bytes.len() - 2]).unwrap_err() {
+            RuntimeError::NpyDataSize { spec: got, expected, found } => {
+                assert_eq!((got, expected, found), (spec, 12, 10));
+            }
+            other => panic!("expected NpyDataSize, got {other:?}"),
+        }
+        let mut v9 = bytes.clone();
+        v9[6] = 9;
+        assert!(matches!(decode(&v9), Err(RuntimeError::NpyVersion { version: 9 })));
+        assert_eq!(decode(&v9).unwrap_err().to_string(), "unsupported .npy format version 9");
     }
 }

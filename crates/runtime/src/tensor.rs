@@ -1,5 +1,6 @@
 //! Host tensors: the step's inputs and outputs as bytes, with their element type and shape.
 
+use crate::error::RuntimeError;
 use remat_graph::random::SplitMix64;
 use std::fmt;
 
@@ -112,22 +113,24 @@ pub struct TensorSpec {
 
 impl TensorSpec {
     /// Parses `tensor<4x8xf32>` / `tensor<f32>` (or a `memref<…>` with the identity layout).
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, RuntimeError> {
         let inner = text
             .strip_prefix("tensor<")
             .or_else(|| text.strip_prefix("memref<"))
             .and_then(|s| s.strip_suffix('>'))
-            .ok_or_else(|| format!("'{text}' is not a ranked tensor type"))?;
+            .ok_or_else(|| RuntimeError::NotRankedTensor { text: text.to_string() })?;
         if inner.contains(',') {
-            return Err(format!("'{text}': encodings and layouts are not supported"));
+            return Err(RuntimeError::UnsupportedLayout { text: text.to_string() });
         }
         let mut parts: Vec<&str> = inner.split('x').collect();
         let element_text = parts.pop().unwrap_or("");
-        let element = ElementType::from_mlir(element_text)
-            .ok_or_else(|| format!("'{text}': element type '{element_text}' is not supported"))?;
+        let element = ElementType::from_mlir(element_text).ok_or_else(|| RuntimeError::UnsupportedElementType {
+            text: text.to_string(),
+            element: element_text.to_string(),
+        })?;
         let shape = parts
             .iter()
-            .map(|d| d.parse::<usize>().map_err(|_| format!("'{text}' has a dynamic or malformed dimension")))
+            .map(|d| d.parse::<usize>().map_err(|_| RuntimeError::MalformedDimension { text: text.to_string() }))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(TensorSpec { element, shape })
     }
@@ -407,6 +410,17 @@ mod tests {
         assert!(TensorSpec::parse("tensor<?x8xf32>").is_err());
         assert!(TensorSpec::parse("tensor<4xcomplex<f32>>").is_err());
         assert!(TensorSpec::parse("f32").is_err());
+        let error = TensorSpec::parse("tensor<4xf8E4M3FN>").unwrap_err();
+        assert_eq!(error.to_string(), "'tensor<4xf8E4M3FN>': element type 'f8E4M3FN' is not supported");
+        assert!(matches!(
+            &error,
+            RuntimeError::UnsupportedElementType { text, element }
+                if text == "tensor<4xf8E4M3FN>" && element == "f8E4M3FN"
+        ));
+        assert!(matches!(
+            TensorSpec::parse("tensor<?x8xf32>"),
+            Err(RuntimeError::MalformedDimension { text }) if text == "tensor<?x8xf32>"
+        ));
         assert_eq!(TensorSpec::parse("tensor<2x3xi1>").unwrap().bytes(), 6);
     }
 

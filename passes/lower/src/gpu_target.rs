@@ -6,7 +6,7 @@
 //! (`nvvm/libdevice/libdevice.10.bc`), which `convert-gpu-to-nvvm` calls into (`__nv_expf`…).
 //! `tools/setup.sh` unpacks both from the PyPI wheel `nvidia-cuda-nvcc-cu12`.
 
-use crate::MlirError;
+use crate::{LowerError, MlirError};
 use melior::ir::Module;
 use mlir_sys::*;
 use remat_mlir::ir;
@@ -22,12 +22,12 @@ pub enum GpuFormat {
 }
 
 impl std::str::FromStr for GpuFormat {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = LowerError;
+    fn from_str(s: &str) -> Result<Self, LowerError> {
         match s {
             "ptx" => Ok(GpuFormat::Ptx),
             "cubin" => Ok(GpuFormat::Cubin),
-            other => Err(format!("unknown GPU binary format '{other}' (expected ptx or cubin)")),
+            other => Err(LowerError::UnknownGpuFormat { format: other.to_string() }),
         }
     }
 }
@@ -120,31 +120,25 @@ pub fn gpu_loops_on_cpu_pipeline() -> String {
 }
 
 /// Checks `options` before they go into a pipeline string.
-pub fn validate(options: &GpuOptions) -> Result<(), String> {
+pub fn validate(options: &GpuOptions) -> Result<(), LowerError> {
     if !options.chip.starts_with("sm_")
         || !options.chip[3..].chars().all(|c| c.is_ascii_alphanumeric())
         || options.chip.len() < 4
     {
-        return Err(format!(
-            "invalid --gpu-chip '{}' (expected an NVIDIA architecture such as sm_80 or sm_90)",
-            options.chip
-        ));
+        return Err(LowerError::InvalidGpuChip { chip: options.chip.clone() });
     }
     if let Some(t) = &options.toolkit {
-        let text = t.display().to_string();
-        if text.contains([' ', ',', '{', '}', '"']) {
-            return Err(format!(
-                "CUDA toolkit path '{text}' cannot go into a pass pipeline (it has a space, comma, brace or quote)"
-            ));
+        if t.display().to_string().contains([' ', ',', '{', '}', '"']) {
+            return Err(LowerError::ToolkitPathInPipeline { path: t.clone() });
         }
         if !is_cuda_toolkit(t) {
-            return Err(format!("'{text}' is not a CUDA toolkit: it has no nvvm/libdevice/libdevice.10.bc"));
+            return Err(LowerError::NotCudaToolkit { path: t.clone() });
         }
         if options.format == GpuFormat::Cubin && !has_ptxas(t) {
-            return Err(format!("a cubin needs ptxas, and '{text}' has no bin/ptxas (use --gpu-format=ptx)"));
+            return Err(LowerError::NoPtxas { path: t.clone() });
         }
     } else if options.format == GpuFormat::Cubin {
-        return Err("a cubin needs ptxas from a CUDA toolkit, and none was found (run tools/setup.sh, set REMAT_CUDA_PATH or pass --cuda-path; or use --gpu-format=ptx)".into());
+        return Err(LowerError::NoCudaToolkit);
     }
     Ok(())
 }
@@ -261,14 +255,11 @@ pub fn check_kernels(module: &Module, options: &GpuOptions) -> Result<(), Vec<Ml
 }
 
 /// The PTX of every kernel module, each after a `// gpu.binary @name` line (`--emit=ptx`).
-pub fn ptx_listing(module: &Module) -> Result<String, String> {
+pub fn ptx_listing(module: &Module) -> Result<String, LowerError> {
     let mut out = String::new();
     for object in kernel_objects(module) {
         if object.format != GpuFormat::Ptx {
-            return Err(format!(
-                "kernel module @{} is a cubin; lower with --gpu-format=ptx to see its PTX",
-                object.name
-            ));
+            return Err(LowerError::CubinHasNoPtx { module: object.name });
         }
         out.push_str(&format!("// gpu.binary @{}\n", object.name));
         out.push_str(&String::from_utf8_lossy(&object.bytes));

@@ -1,6 +1,7 @@
 //! JIT-compiling a lowered step and finding its entry point, with the counting allocator of
 //! `remat-runtime` bound to the allocation functions the lowering calls.
 
+use crate::{LowerError, TensorKind};
 use melior::ir::Module;
 use mlir_sys::*;
 use remat_mlir::ir;
@@ -83,24 +84,30 @@ fn mark_arguments_read_only(func: MlirOperation) {
 }
 
 /// The signature of `function`, from [`SIGNATURE_ATTRIBUTE`] or, before lowering, its type.
-pub fn signature(module: &Module, function: &str) -> Result<StepSignature, String> {
-    let op = function_op(module, function).ok_or_else(|| format!("no function named '{function}' in the module"))?;
+pub fn signature(module: &Module, function: &str) -> Result<StepSignature, LowerError> {
+    let op =
+        function_op(module, function).ok_or_else(|| LowerError::NoSuchFunction { function: function.to_string() })?;
     let attr = ir::attribute(op, SIGNATURE_ATTRIBUTE)
         .or_else(|| (ir::op_name(op) == "func.func").then(|| ir::attribute(op, "function_type")).flatten())
-        .ok_or_else(|| format!("'{function}' was lowered without its '{SIGNATURE_ATTRIBUTE}' attribute; lower it with remat-opt --lower=cpu"))?;
+        .ok_or_else(|| LowerError::MissingSignature { function: function.to_string() })?;
     unsafe {
         if !mlirAttributeIsAType(attr) || !mlirTypeIsAFunction(mlirTypeAttrGetValue(attr)) {
-            return Err(format!("'{function}': {SIGNATURE_ATTRIBUTE} is not a function type"));
+            return Err(LowerError::SignatureNotFunctionType { function: function.to_string() });
         }
         let t = mlirTypeAttrGetValue(attr);
-        let spec = |ty: MlirType, what: &str, i: isize| {
-            TensorSpec::parse(&ir::type_text(ty)).map_err(|e| format!("'{function}' {what} {i}: {e}"))
+        let spec = |ty: MlirType, kind: TensorKind, index: isize| {
+            TensorSpec::parse(&ir::type_text(ty)).map_err(|e| LowerError::UnsupportedTensorType {
+                function: function.to_string(),
+                kind,
+                index,
+                error: e,
+            })
         };
         let inputs = (0..mlirFunctionTypeGetNumInputs(t))
-            .map(|i| spec(mlirFunctionTypeGetInput(t, i), "argument", i))
+            .map(|i| spec(mlirFunctionTypeGetInput(t, i), TensorKind::Argument, i))
             .collect::<Result<_, _>>()?;
         let results = (0..mlirFunctionTypeGetNumResults(t))
-            .map(|i| spec(mlirFunctionTypeGetResult(t, i), "result", i))
+            .map(|i| spec(mlirFunctionTypeGetResult(t, i), TensorKind::Result, i))
             .collect::<Result<_, _>>()?;
         Ok(StepSignature { function: function.to_string(), inputs, results })
     }
@@ -113,12 +120,12 @@ pub struct Jit {
 
 impl Jit {
     /// Compiles `module` (LLVM dialect) at `opt_level` (0–3), binding the counting allocator.
-    pub fn new(module: &Module, opt_level: usize) -> Result<Jit, String> {
+    pub fn new(module: &Module, opt_level: usize) -> Result<Jit, LowerError> {
         unsafe {
             mlirRegisterAllLLVMTranslations(mlirModuleGetContext(module.to_raw()));
             let raw = mlirExecutionEngineCreate(module.to_raw(), opt_level as i32, 0, std::ptr::null(), false, false);
             if raw.ptr.is_null() {
-                return Err("the JIT could not compile the module (is it lowered to the LLVM dialect?)".into());
+                return Err(LowerError::JitCompile);
             }
             for (name, ptr) in remat_runtime::alloc::SYMBOLS {
                 let c = CString::new(name).expect("no NUL");
@@ -129,11 +136,11 @@ impl Jit {
     }
 
     /// The packed entry point of `function` (`_mlir_<function>`).
-    pub fn entry(&self, function: &str) -> Result<PackedEntry, String> {
-        let c = CString::new(function).map_err(|_| "function name contains NUL".to_string())?;
+    pub fn entry(&self, function: &str) -> Result<PackedEntry, LowerError> {
+        let c = CString::new(function).map_err(|_| LowerError::FunctionNameNul { function: function.to_string() })?;
         let ptr = unsafe { mlirExecutionEngineLookupPacked(self.raw, string_ref(&c)) };
         if ptr.is_null() {
-            return Err(format!("the JIT has no function '{function}'"));
+            return Err(LowerError::NoJitFunction { function: function.to_string() });
         }
         Ok(unsafe { std::mem::transmute::<*mut std::ffi::c_void, PackedEntry>(ptr) })
     }

@@ -16,6 +16,7 @@
 //! with `buffer-alignment=0`, so `size` is the buffer's exact byte size (an aligned allocation
 //! would be padded to a multiple of its alignment) and the count is the memory model's bytes.
 
+pub mod error;
 pub mod gpu;
 pub mod gpu_target;
 pub mod host_buffers;
@@ -24,6 +25,7 @@ pub mod library;
 pub mod place_deallocs;
 pub mod stablehlo;
 
+pub use error::{LowerError, TensorKind};
 pub use gpu_target::{find_cuda_toolkit, gpu_pipeline, GpuFormat, GpuOptions};
 pub use jit::{signature, Jit, StepSignature};
 
@@ -42,12 +44,12 @@ pub enum Target {
 }
 
 impl std::str::FromStr for Target {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = LowerError;
+    fn from_str(s: &str) -> Result<Self, LowerError> {
         match s {
             "cpu" => Ok(Target::Cpu),
             "gpu" => Ok(Target::Gpu(GpuOptions::default())),
-            other => Err(format!("unknown lowering target '{other}' (expected cpu or gpu)")),
+            other => Err(LowerError::UnknownTarget { target: other.to_string() }),
         }
     }
 }

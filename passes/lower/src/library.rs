@@ -15,6 +15,7 @@
 //! another machine) as position-independent code, and linked with the system `cc -shared`.
 
 use crate::jit::StepSignature;
+use crate::LowerError;
 use melior::ir::Module;
 use mlir_sys::*;
 use remat_mlir::ir;
@@ -37,16 +38,16 @@ pub fn signature_json(signature: &StepSignature) -> String {
 }
 
 /// Adds `_mlir_<function>` and [`SIGNATURE_SYMBOL`] to a module lowered to the LLVM dialect.
-pub fn add_entry_points(module: &Module, signature: &StepSignature) -> Result<(), String> {
+pub fn add_entry_points(module: &Module, signature: &StepSignature) -> Result<(), LowerError> {
     let function = &signature.function;
     let func = ir::block_ops(module.body().to_raw())
         .into_iter()
         .find(|&op| {
             ir::op_name(op) == "llvm.func" && ir::string_attribute(op, "sym_name").as_deref() == Some(function.as_str())
         })
-        .ok_or_else(|| format!("the lowered module has no llvm.func @{function}"))?;
-    let function_type =
-        ir::attribute(func, "function_type").ok_or_else(|| format!("@{function} has no function_type"))?;
+        .ok_or_else(|| LowerError::NoLlvmFunction { function: function.clone() })?;
+    let function_type = ir::attribute(func, "function_type")
+        .ok_or_else(|| LowerError::NoFunctionType { function: function.clone() })?;
     let (inputs, result) = unsafe {
         let t = mlirTypeAttrGetValue(function_type);
         let inputs: Vec<String> = (0..mlirLLVMFunctionTypeGetNumInputs(t))
@@ -96,13 +97,13 @@ pub fn add_entry_points(module: &Module, signature: &StepSignature) -> Result<()
 
 /// Parses `text` (top-level ops) in `module`'s context and appends clones of its ops but the
 /// declaration of `skip`.
-fn append_parsed(module: &Module, text: &str, skip: &str) -> Result<(), String> {
-    let c = CString::new(text).map_err(|_| "generated code has a NUL".to_string())?;
+fn append_parsed(module: &Module, text: &str, skip: &str) -> Result<(), LowerError> {
+    let c = CString::new(text).map_err(|_| LowerError::GeneratedNul)?;
     unsafe {
         let ctx = mlirOperationGetContext(module.as_operation().to_raw());
         let parsed = mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(c.as_ptr()));
         if parsed.ptr.is_null() {
-            return Err(format!("internal error: the generated entry point does not parse:\n{text}"));
+            return Err(LowerError::EntryPointParse { text: text.to_string() });
         }
         let body = module.body().to_raw();
         for op in ir::block_ops(mlirModuleGetBody(parsed)) {
@@ -180,11 +181,12 @@ unsafe fn take_message(message: *mut c_char) -> String {
 const TRIPLE: &str = "x86_64-unknown-linux-gnu";
 
 /// Writes `module` (LLVM dialect, with [`add_entry_points`] done) as a PIC object file.
-fn emit_object(module: &Module, path: &Path) -> Result<(), String> {
+fn emit_object(module: &Module, path: &Path) -> Result<(), LowerError> {
     let triple = CString::new(TRIPLE).expect("no NUL");
     let cpu = CString::new("x86-64").expect("no NUL");
     let empty = CString::new("").expect("no NUL");
-    let out = CString::new(path.to_str().ok_or("non-UTF-8 temporary path")?).map_err(|_| "path has a NUL")?;
+    let text = path.to_str().ok_or_else(|| LowerError::NonUtf8Path { path: path.to_path_buf() })?;
+    let out = CString::new(text).map_err(|_| LowerError::PathNul { path: path.to_path_buf() })?;
     let pipeline = CString::new("default<O2>").expect("no NUL");
     unsafe {
         LLVMInitializeX86TargetInfo();
@@ -197,13 +199,13 @@ fn emit_object(module: &Module, path: &Path) -> Result<(), String> {
         let llvm_module = mlirTranslateModuleToLLVMIR(op, context);
         if llvm_module.is_null() {
             LLVMContextDispose(context);
-            return Err("the module could not be translated to LLVM IR".into());
+            return Err(LowerError::TranslateToLlvmIr);
         }
         let result = (|| {
             let mut target: LlvmTarget = std::ptr::null_mut();
             let mut error: *mut c_char = std::ptr::null_mut();
             if LLVMGetTargetFromTriple(triple.as_ptr(), &mut target, &mut error) != 0 {
-                return Err(format!("no LLVM target for {TRIPLE}: {}", take_message(error)));
+                return Err(LowerError::NoLlvmTarget { triple: TRIPLE, message: take_message(error) });
             }
             let machine = LLVMCreateTargetMachine(
                 target,
@@ -215,7 +217,7 @@ fn emit_object(module: &Module, path: &Path) -> Result<(), String> {
                 LLVM_CODE_MODEL_DEFAULT,
             );
             if machine.is_null() {
-                return Err(format!("could not create an LLVM target machine for {TRIPLE}"));
+                return Err(LowerError::NoTargetMachine { triple: TRIPLE });
             }
             LLVMSetTarget(llvm_module, triple.as_ptr());
             let layout = LLVMCreateTargetDataLayout(machine);
@@ -226,12 +228,12 @@ fn emit_object(module: &Module, path: &Path) -> Result<(), String> {
             LLVMDisposePassBuilderOptions(options);
             if !failed.is_null() {
                 LLVMDisposeTargetMachine(machine);
-                return Err("LLVM's optimization pipeline failed on the step".into());
+                return Err(LowerError::LlvmOptimization);
             }
             let emitted = LLVMTargetMachineEmitToFile(machine, llvm_module, out.as_ptr(), LLVM_OBJECT_FILE, &mut error);
             LLVMDisposeTargetMachine(machine);
             if emitted != 0 {
-                return Err(format!("could not emit the object file: {}", take_message(error)));
+                return Err(LowerError::EmitObject { message: take_message(error) });
             }
             Ok(())
         })();
@@ -242,11 +244,15 @@ fn emit_object(module: &Module, path: &Path) -> Result<(), String> {
 }
 
 /// The shared library of a lowered `module` (LLVM dialect + `gpu.binary`), as bytes.
-pub fn shared_library(module: &Module, signature: &StepSignature) -> Result<Vec<u8>, String> {
+pub fn shared_library(module: &Module, signature: &StepSignature) -> Result<Vec<u8>, LowerError> {
     add_entry_points(module, signature)?;
-    let dir = TempDir::new()?;
-    let object = dir.0.join("step.o");
-    let library = dir.0.join("step.so");
+    // Removed, with the object and the library in it, when `dir` drops.
+    let dir = tempfile::Builder::new()
+        .prefix("remat-lib-")
+        .tempdir()
+        .map_err(|source| LowerError::TempDir { dir: std::env::temp_dir(), source })?;
+    let object = dir.path().join("step.o");
+    let library = dir.path().join("step.so");
     emit_object(module, &object)?;
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let output = std::process::Command::new(&cc)
@@ -257,34 +263,14 @@ pub fn shared_library(module: &Module, signature: &StepSignature) -> Result<Vec<
         .arg(&library)
         .arg(&object)
         .arg("-lm")
-        .output()
-        .map_err(|e| {
-            format!("could not run the linker '{cc}' (a C compiler driver is needed to link the library): {e}")
-        })?;
+        .output();
+    let output = match output {
+        Ok(output) => output,
+        Err(source) => return Err(LowerError::LinkerNotRun { cc, source }),
+    };
     if !output.status.success() {
-        return Err(format!("'{cc} -shared' failed:\n{}", String::from_utf8_lossy(&output.stderr)));
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        return Err(LowerError::LinkerFailed { cc, status: output.status, stderr });
     }
-    std::fs::read(&library).map_err(|e| format!("{}: {e}", library.display()))
-}
-
-/// A fresh directory under the system temporary directory, removed on drop.
-struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-    fn new() -> Result<TempDir, String> {
-        let base = std::env::temp_dir();
-        for attempt in 0..100u32 {
-            let dir = base.join(format!("remat-lib-{}-{attempt}", std::process::id()));
-            if std::fs::create_dir(&dir).is_ok() {
-                return Ok(TempDir(dir));
-            }
-        }
-        Err(format!("could not create a temporary directory in {}", base.display()))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    std::fs::read(&library).map_err(|source| LowerError::ReadLibrary { path: library, source })
 }

@@ -1,21 +1,20 @@
 //! The memory report: one per planned function, as JSON (docs/report-schema.md) and as a
 //! table for people.
 
+use remat_graph::recompute_overhead;
 use remat_graph::units::Bytes;
 use remat_planners::auto::Candidate;
-use remat_planners::chain::planner::ChainStats;
-use remat_planners::dtr::DtrStats;
-use remat_planners::ilp::{Certificate, SolveStatus};
-use remat_planners::MeasuredPlan;
+use remat_planners::{MeasuredPlan, StopReason, StrategyFacts};
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// Version of the report's JSON form (docs/report-schema.md), written as its `schema_version`.
 /// Fields are only added within a version; removing or renaming one, or changing its meaning,
 /// increments it.
-pub const REPORT_SCHEMA_VERSION: u32 = 1;
+pub const REPORT_SCHEMA_VERSION: u32 = 2;
 
 /// What planning one function measured.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Report {
     /// Function name.
     pub function: String,
@@ -43,14 +42,13 @@ pub struct Report {
     pub plan_seconds: f64,
     /// The strategy's schedule before polishing: peak, cost, recomputed steps.
     pub raw: (u64, f64, usize),
-    /// What the ILP proved, when the plan is the ILP's (`--remat=ilp`, or `auto` choosing it).
-    pub ilp: Option<Certificate>,
+    /// Why the strategy stopped.
+    pub stop: StopReason,
+    /// The strategy's own facts (the ILP's certificate, DTR's simulation, the chain DP's
+    /// stages), each shown under its key.
+    pub facts: Vec<Arc<dyn StrategyFacts>>,
     /// `--remat=auto`'s comparison of the strategies it ran (empty for other strategies).
     pub candidates: Vec<Candidate>,
-    /// DTR's simulation (`--remat=dtr`): evictions, rematerializations, metadata accesses.
-    pub dtr: Option<DtrStats>,
-    /// The chain DP (`--remat=chain`): stages, makespans with and without offloading.
-    pub chain: Option<ChainStats>,
     /// The plan's host round trips (`--remat=chain --bandwidth`): per transfer the node, its
     /// bytes, and the steps it leaves after and comes back before.
     pub transfers: Vec<(remat_graph::NodeId, u64, remat_graph::Transfer)>,
@@ -86,10 +84,9 @@ impl Report {
             recomputed_ops: plan.simulation.recomputations,
             plan_seconds: plan.plan_seconds,
             raw: (plan.raw.peak_bytes, plan.raw.cost, plan.raw.recomputations),
-            ilp: plan.details.ilp.clone(),
+            stop: plan.details.stop,
+            facts: plan.details.facts.clone(),
             candidates: plan.details.comparison.clone(),
-            dtr: plan.details.dtr.clone(),
-            chain: plan.details.chain.clone(),
             transfers: plan
                 .details
                 .transfers
@@ -144,11 +141,7 @@ impl Report {
 
     /// `plan cost / baseline cost − 1` (0 when the baseline costs nothing).
     pub fn recompute_overhead(&self) -> f64 {
-        if self.baseline_cost > 0.0 {
-            self.plan_cost / self.baseline_cost - 1.0
-        } else {
-            0.0
-        }
+        recompute_overhead(self.plan_cost, self.baseline_cost)
     }
 
     /// The report as JSON. `plan_seconds` is omitted when `deterministic` (for snapshots).
@@ -171,49 +164,13 @@ impl Report {
         });
         if self.polished() {
             let (peak, cost, recomputed) = self.raw;
-            let overhead = if self.baseline_cost > 0.0 { cost / self.baseline_cost - 1.0 } else { 0.0 };
+            let overhead = recompute_overhead(cost, self.baseline_cost);
             v["raw_plan"] =
                 json!({"peak_bytes": peak, "cost": cost, "recompute_overhead": overhead, "recomputed_ops": recomputed});
         }
-        if let Some(c) = &self.ilp {
-            let mut ilp = json!({
-                "formulation": c.formulation,
-                "class": c.class,
-                "status": status_name(c.status),
-                "objective": c.objective,
-                "dual_bound": c.dual_bound,
-                "gap": c.gap,
-                "lp_bound": c.lp_bound,
-                "smallest_feasible_budget": c.smallest_feasible_budget,
-                "variables": c.size.0,
-                "constraints": c.size.1,
-                "warm_start": c.warm_start,
-            });
-            if !deterministic {
-                ilp["solve_seconds"] = json!(c.solve_seconds);
-            }
-            v["ilp"] = ilp;
-        }
-        if let Some(d) = &self.dtr {
-            v["dtr"] = json!({
-                "heuristic": d.heuristic.name(),
-                "dealloc": d.dealloc.name(),
-                "budget_bytes": d.budget,
-                "operations": d.operations,
-                "rematerializations": d.rematerializations,
-                "evictions": d.evictions,
-                "eager_evictions": d.eager_evictions,
-                "banished": d.banished,
-                "metadata_accesses": d.metadata_accesses,
-                "peak_resident_bytes": d.peak_resident,
-            });
-        }
-        if let Some(c) = &self.chain {
-            let mut chain = json!({"stages": c.stages, "dp_budget_bytes": c.dp_budget, "remat_makespan": c.remat_makespan, "ops": c.ops});
-            if let Some((makespan, moved)) = c.offload {
-                chain["offload"] = json!({"makespan": makespan, "offloaded_bytes": moved, "overhead_saved": 1.0 - makespan / c.remat_makespan});
-            }
-            v["chain"] = chain;
+        v["stop"] = stop_json(&self.stop);
+        for facts in &self.facts {
+            v[facts.key()] = facts.to_json(deterministic);
         }
         if !self.transfers.is_empty() {
             let transfers = self.transfers.iter().map(|(node, bytes, t)| {
@@ -231,7 +188,10 @@ impl Report {
                     "fits": c.fits,
                     "chosen": c.chosen,
                 });
-                if let Some(note) = &c.note {
+                if let Some(stop) = c.stop() {
+                    row["stop"] = stop_json(&stop);
+                }
+                if let Some(note) = c.note() {
                     row["note"] = json!(note);
                 }
                 if !deterministic {
@@ -285,7 +245,7 @@ impl Report {
         ));
         if self.polished() {
             let (peak, cost, recomputed) = self.raw;
-            let overhead = if self.baseline_cost > 0.0 { cost / self.baseline_cost - 1.0 } else { 0.0 };
+            let overhead = recompute_overhead(cost, self.baseline_cost);
             s.push_str(&format!(
                 "  {:<16}  {:>12}  {:>8}  {:>12.4e}  +{:.1}% recompute, {} ops recomputed\n",
                 "before polishing",
@@ -296,29 +256,10 @@ impl Report {
                 recomputed
             ));
         }
-        if let Some(c) = &self.ilp {
-            s.push_str(&self.ilp_lines(c, deterministic));
-        }
-        if let Some(c) = &self.chain {
-            s += &line(
-                "chain",
-                format!(
-                    "{} stages, DP at {} ({} bytes), rematerialization-only makespan {:.4e}",
-                    c.stages,
-                    Bytes(c.dp_budget),
-                    c.dp_budget,
-                    c.remat_makespan
-                ),
-            );
-            if let Some((makespan, moved)) = c.offload {
-                s += &line(
-                    "chain offload",
-                    format!(
-                        "makespan {makespan:.4e} ({:+.1}% vs rematerialization only), {} offloaded",
-                        100.0 * (makespan / c.remat_makespan - 1.0),
-                        Bytes(moved)
-                    ),
-                );
+        s += &line("stopped", self.stop.to_string());
+        for facts in &self.facts {
+            for (label, text) in facts.lines(deterministic) {
+                s += &line(&label, text);
             }
         }
         if !self.transfers.is_empty() {
@@ -332,54 +273,11 @@ impl Report {
                 ),
             );
         }
-        if let Some(d) = &self.dtr {
-            s += &line(
-                "dtr",
-                format!(
-                    "heuristic {}, dealloc {}, simulated at {} ({} bytes)",
-                    d.heuristic.name(),
-                    d.dealloc.name(),
-                    Bytes(d.budget),
-                    d.budget
-                ),
-            );
-            s += &line(
-                "dtr simulation",
-                format!(
-                    "{} ops ({} rematerialized), {} evictions + {} on deallocation, {} banished",
-                    d.operations, d.rematerializations, d.evictions, d.eager_evictions, d.banished
-                ),
-            );
-            s += &line(
-                "dtr metadata",
-                format!("{} storage accesses; {} resident at most", d.metadata_accesses, Bytes(d.peak_resident)),
-            );
-        }
         if !self.candidates.is_empty() {
             s.push_str(&self.candidate_lines(deterministic));
         }
         if !deterministic {
             s.push_str(&format!("  planned in {:.3} s\n", self.plan_seconds));
-        }
-        s
-    }
-
-    /// The ILP's certificate, one fact per line.
-    fn ilp_lines(&self, c: &Certificate, deterministic: bool) -> String {
-        let mut s = line("ilp", format!("{}, {}", status_name(c.status), c.formulation));
-        s += &line("ilp class", c.class.clone());
-        let lp = c.lp_bound.map(|b| format!("; LP bound {b:.4e}")).unwrap_or_default();
-        s += &line(
-            "ilp objective",
-            format!("{:.4e} (dual bound {:.4e}, gap {:.2}%){lp}", c.objective, c.dual_bound, 100.0 * c.gap),
-        );
-        if let Some(b) = c.smallest_feasible_budget {
-            s += &line("ilp least budget", format!("{} ({b} bytes)", Bytes(b)));
-        }
-        let warm = c.warm_start.map(|w| format!("; warm start: {w}")).unwrap_or_default();
-        s += &line("ilp model", format!("{} variables, {} constraints{warm}", c.size.0, c.size.1));
-        if !deterministic {
-            s += &line("ilp solved in", format!("{:.3} s", c.solve_seconds));
         }
         s
     }
@@ -416,7 +314,7 @@ impl Report {
                 seconds(format!("{:.3}", c.seconds))
             );
             s += row.trim_end();
-            if let Some(note) = &c.note {
+            if let Some(note) = c.note() {
                 s += &format!("  ({note})");
             }
             s.push('\n');
@@ -434,16 +332,54 @@ impl Report {
     }
 }
 
-/// The JSON and table name of a solve status.
-fn status_name(status: SolveStatus) -> &'static str {
-    match status {
-        SolveStatus::Optimal => "optimal",
-        SolveStatus::TimeLimit => "time-limit",
-        SolveStatus::Rounded => "rounded",
+/// A stop reason as the report's JSON writes it: `{"reason": …}`, with the proven `gap` where
+/// there is one and the strategy a fallback used.
+fn stop_json(stop: &StopReason) -> Value {
+    let mut v = json!({ "reason": stop.name() });
+    if let Some(gap) = stop.gap() {
+        v["gap"] = json!(gap);
     }
+    if let StopReason::Fallback { to, .. } = stop {
+        v["fallback_to"] = json!(to);
+    }
+    v
 }
 
-/// One labelled fact of the report table (the ILP, DTR and chain sections).
+/// One labelled fact of the report table (the stop reason and the strategies' facts).
 fn line(label: &str, value: String) -> String {
     format!("  {label:<16}  {value}\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The documented schema is this version's.
+    #[test]
+    fn the_schema_file_is_this_version() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/report.schema.json");
+        let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        assert_eq!(schema["properties"]["schema_version"]["const"], json!(REPORT_SCHEMA_VERSION));
+        let reasons = schema["$defs"]["stop"]["properties"]["reason"]["enum"].as_array().unwrap().clone();
+        let named: Vec<Value> = [
+            StopReason::Completed,
+            StopReason::Optimal,
+            StopReason::Gap { gap: 0.1 },
+            StopReason::TimeLimit { gap: None },
+            StopReason::NoImprovement,
+            StopReason::Fallback { to: "none", cause: remat_planners::FallbackCause::NoPlan },
+        ]
+        .iter()
+        .map(|s| json!(s.name()))
+        .collect();
+        assert_eq!(reasons, named, "every stop reason, as the schema lists them");
+    }
+
+    #[test]
+    fn stop_reasons_carry_their_gap_and_fallback() {
+        assert_eq!(stop_json(&StopReason::Completed), json!({"reason": "completed"}));
+        assert_eq!(stop_json(&StopReason::Optimal), json!({"reason": "optimal", "gap": 0.0}));
+        let fallback = StopReason::Fallback { to: "greedy", cause: remat_planners::FallbackCause::TimeLimit };
+        assert_eq!(stop_json(&fallback), json!({"reason": "fallback", "fallback_to": "greedy"}));
+    }
 }

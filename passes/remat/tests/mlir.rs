@@ -301,8 +301,9 @@ fn ilp_and_auto_options_parse_by_their_pipeline_names() {
 /// A report with an ILP certificate and auto's comparison, as JSON and as a table.
 #[test]
 fn report_shows_the_ilp_certificate_and_the_comparison() {
-    use remat_planners::auto::Candidate;
+    use remat_planners::auto::{Candidate, CandidateOutcome};
     use remat_planners::ilp::{Certificate, SolveStatus};
+    use remat_planners::StopReason;
     let context = RematContext::new();
     let options = RematOptions::from_pairs([("strategy", "greedy"), ("budget", "90%")]).unwrap();
     let module = context.parse(&example("mlp.linalg.mlir"), "mlp.linalg.mlir").unwrap();
@@ -311,7 +312,7 @@ fn report_shows_the_ilp_certificate_and_the_comparison() {
     let (before_json, before_table) = (report.to_json(true), report.to_table(true));
     assert!(before_json.get("ilp").is_none() && before_json.get("candidates").is_none());
     report.strategy = "auto".into();
-    report.ilp = Some(Certificate {
+    let certificate = Certificate {
         formulation: "order-free, 9 stages".into(),
         class: "schedules of at most 9 increasing runs of the input order".into(),
         status: SolveStatus::TimeLimit,
@@ -323,23 +324,26 @@ fn report_shows_the_ilp_certificate_and_the_comparison() {
         size: (340, 512),
         warm_start: Some("greedy"),
         solve_seconds: 1.5,
-    });
-    let row = |strategy, plan: Option<(u64, f64)>, fits, chosen, note: Option<&str>| Candidate {
+    };
+    report.stop = certificate.stop_reason();
+    report.facts = vec![std::sync::Arc::new(certificate)];
+    let row = |strategy, plan: Option<(u64, f64)>, fits, chosen, outcome: CandidateOutcome| Candidate {
         strategy,
         peak_bytes: plan.map(|p| p.0),
         cost: plan.map(|p| p.1),
         fits,
         seconds: 0.25,
-        note: note.map(str::to_string),
+        outcome,
         chosen,
     };
+    let completed = || CandidateOutcome::Planned(StopReason::Completed);
     let (baseline, plan) =
         ((report.baseline_peak_bytes, report.baseline_cost), (report.plan_peak_bytes, report.plan_cost));
     report.candidates = vec![
-        row("none", Some(baseline), false, false, None),
-        row("greedy", Some((plan.0 + 1024, plan.1 * 1.5)), true, false, None),
-        row("ilp", Some(plan), true, true, None),
-        row("acg", None, false, false, Some("skipped: the time limit of 1 s was spent")),
+        row("none", Some(baseline), false, false, completed()),
+        row("greedy", Some((plan.0 + 1024, plan.1 * 1.5)), true, false, completed()),
+        row("ilp", Some(plan), true, true, CandidateOutcome::Planned(report.stop)),
+        row("acg", None, false, false, CandidateOutcome::Skipped { time_limit: 1.0 }),
     ];
     let json = report.to_json(true);
     insta::assert_json_snapshot!("report-ilp-auto-json", json);
@@ -354,7 +358,7 @@ fn report_shows_the_ilp_certificate_and_the_comparison() {
     assert!(report.to_table(false).contains("ilp solved in     1.500 s"));
     // Without details the report is what it was.
     report.strategy = "greedy".into();
-    (report.ilp, report.candidates) = (None, Vec::new());
+    (report.stop, report.facts, report.candidates) = (StopReason::Completed, Vec::new(), Vec::new());
     assert_eq!((report.to_json(true), report.to_table(true)), (before_json, before_table));
 }
 

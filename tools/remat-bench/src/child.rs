@@ -5,7 +5,8 @@
 //! JSON object, a [`PlanOutcome`].
 
 use crate::families::Family;
-use remat_planners::{measure_plan, strategy, PlannerOptions};
+use remat_planners::ilp::{Certificate, SolveStatus};
+use remat_planners::{measure_plan, strategy, FallbackCause, NoPlanCause, PlanError, PlannerOptions, StopReason};
 use serde::{Deserialize, Serialize};
 use std::io::Read;
 use std::path::PathBuf;
@@ -42,6 +43,13 @@ pub struct PlanOutcome {
     pub seconds: f64,
     /// Why there is no plan: the planner's error, "timed out", or how the child failed.
     pub note: Option<String>,
+    /// Why the planner stopped, when it planned (`StopReason::name`).
+    #[serde(default)]
+    pub stop: Option<String>,
+    /// Whether the planner ran out of its own time: it stopped at a time limit without a plan
+    /// within the budget, or gave no plan because of one.
+    #[serde(default)]
+    pub out_of_time: bool,
     /// The ILP's certificate: how its solve ended, over which class of schedules, and the
     /// proven lower bound on the cost of any schedule of that class within the budget.
     pub ilp_status: Option<String>,
@@ -52,13 +60,13 @@ pub struct PlanOutcome {
 impl PlanOutcome {
     /// `cost / baseline cost − 1`, when there is a plan.
     pub fn overhead(&self) -> Option<f64> {
-        self.cost.map(|c| if self.baseline_cost > 0.0 { c / self.baseline_cost - 1.0 } else { 0.0 })
+        self.cost.map(|c| remat_graph::recompute_overhead(c, self.baseline_cost))
     }
 
-    /// Whether the planner ran out of time: the child was stopped at its limit, or the ILP
-    /// gave up at its own solver limit before it had a plan (its errors name the limit).
+    /// Whether the planner ran out of time: the child was stopped at its limit, or the
+    /// planner stopped at its own limit (`out_of_time`).
     pub fn timed_out(&self) -> bool {
-        self.note.as_deref().is_some_and(|n| n == TIMED_OUT || n.contains("time limit"))
+        self.out_of_time || self.note.as_deref() == Some(TIMED_OUT)
     }
 }
 
@@ -95,18 +103,38 @@ pub fn plan_and_print(source: &GraphSource, strategy_name: &str, percent: f64, t
             outcome.steps = Some(plan.simulation.step_bytes.len());
             outcome.fits = plan.simulation.peak_bytes <= budget;
             outcome.seconds = plan.plan_seconds;
-            if !outcome.fits && outcome.seconds >= 0.95 * time_limit {
-                // The ILP's incumbent at its limit: the plan is kept, but the strategy is out of time.
+            outcome.stop = Some(plan.details.stop.name().to_string());
+            let at_limit = matches!(plan.details.stop, StopReason::TimeLimit { .. })
+                || matches!(plan.details.stop, StopReason::Fallback { cause: FallbackCause::TimeLimit, .. });
+            if !outcome.fits && (at_limit || outcome.seconds >= 0.95 * time_limit) {
+                // An incumbent at the limit: the plan is kept, but the strategy is out of time.
                 outcome.note = Some(format!("ran to the time limit ({time_limit} s) without a plan within the budget"));
+                outcome.out_of_time = true;
             }
-            if let Some(c) = &plan.details.ilp {
-                outcome.ilp_status = Some(format!("{:?}", c.status).to_lowercase());
+            if let Some(c) = plan.details.facts::<Certificate>() {
+                outcome.ilp_status = Some(
+                    match c.status {
+                        SolveStatus::Optimal => "optimal",
+                        SolveStatus::TimeLimit | SolveStatus::Fallback(_) => "timelimit",
+                        SolveStatus::Rounded => "rounded",
+                    }
+                    .to_string(),
+                );
                 outcome.ilp_class = Some(c.class.clone());
                 outcome.ilp_cost_bound = Some(c.dual_bound);
             }
         }
         Err(e) => {
             outcome.seconds = started.elapsed().as_secs_f64();
+            outcome.out_of_time = matches!(
+                e,
+                PlanError::NoPlan {
+                    why: NoPlanCause::TimeLimit(_)
+                        | NoPlanCause::TimeLimitWithinBudget(_)
+                        | NoPlanCause::RelaxationTimeLimit(_),
+                    ..
+                }
+            );
             outcome.note = Some(e.to_string());
         }
     }

@@ -75,7 +75,7 @@ pub fn heuristics(names: &[String], budgets: &[f64], dealloc: Dealloc) -> Result
                             let cost: f64 = schedule.iter().map(|&n| graph.node(n).cost).sum();
                             format!(
                                 "{:+.1}% ({:.0}k)",
-                                100.0 * (cost / baseline.cost - 1.0),
+                                100.0 * remat_graph::recompute_overhead(cost, baseline.cost),
                                 stats.metadata_accesses as f64 / 1000.0
                             )
                         }

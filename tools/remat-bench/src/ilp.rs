@@ -60,12 +60,13 @@ pub fn table(
                     continue;
                 }
             };
-            let certificate = ilp.details.ilp.clone().ok_or("the ilp returned no certificate")?;
+            let certificate =
+                ilp.details.facts::<remat_planners::ilp::Certificate>().ok_or("the ilp returned no certificate")?;
             let fits = ilp.simulation.peak_bytes <= budget;
             let cost = |c: f64| format!("{:.4e}", c);
             let status = match certificate.status {
                 SolveStatus::Optimal => "optimal",
-                SolveStatus::TimeLimit => "time limit",
+                SolveStatus::TimeLimit | SolveStatus::Fallback(_) => "time limit",
                 SolveStatus::Rounded => "rounded",
             };
             print!(

@@ -403,7 +403,7 @@ fn depth(
         print!("| {d} | {} |", graph.op_count());
         for (s, line) in strategies.iter().zip(&mut series) {
             let m = measure(s, &graph, &options)?;
-            print!(" {} | {:+.1}% |", Bytes(m.peak), 100.0 * (m.cost / m.baseline_cost - 1.0));
+            print!(" {} | {:+.1}% |", Bytes(m.peak), 100.0 * remat_graph::recompute_overhead(m.cost, m.baseline_cost));
             line.points.push((d as f64, m.peak as f64));
         }
         println!();
@@ -483,7 +483,7 @@ fn tradeoff(path: &PathBuf, svg: Option<PathBuf>) -> Result<(), String> {
                 heuristic.name(),
                 Bytes(m.raw_peak),
                 Bytes(m.peak),
-                100.0 * (m.cost / m.baseline_cost - 1.0)
+                100.0 * remat_graph::recompute_overhead(m.cost, m.baseline_cost)
             );
             raw_line.points.push((raw_len, m.raw_peak as f64));
             polished_line.points.push((len, m.peak as f64));
@@ -563,8 +563,8 @@ fn compare(paths: &[PathBuf], strategies: &[String], budget: Option<f64>) -> Res
                 m.baseline_peak as f64 / m.peak as f64,
                 m.raw_steps as f64 / m.ops as f64,
                 m.steps as f64 / m.ops as f64,
-                100.0 * (m.raw_cost / m.baseline_cost - 1.0),
-                100.0 * (m.cost / m.baseline_cost - 1.0),
+                100.0 * remat_graph::recompute_overhead(m.raw_cost, m.baseline_cost),
+                100.0 * remat_graph::recompute_overhead(m.cost, m.baseline_cost),
                 m.seconds
             );
         }

@@ -32,7 +32,7 @@ fn shape(tree: &DivisionTree) -> (usize, usize, usize) {
 }
 
 fn overhead(cost: f64, baseline: f64) -> String {
-    format!("{:+.0}%", 100.0 * (cost / baseline - 1.0))
+    format!("{:+.0}%", 100.0 * remat_graph::recompute_overhead(cost, baseline))
 }
 
 /// Table 1: per graph, Eqn. 1 for regular training (everything stored), Chen's √n and the

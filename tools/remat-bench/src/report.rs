@@ -217,7 +217,7 @@ fn ilp_distance(md: &mut String, sweep: &SweepDoc) {
         let bound = ilp
             .plan
             .ilp_cost_bound
-            .map(|b| if base > 0.0 { pct(b / base - 1.0) } else { "—".into() })
+            .map(|b| if base > 0.0 { pct(remat_graph::recompute_overhead(b, base)) } else { "—".into() })
             .unwrap_or_else(|| "—".into());
         let status = ilp.plan.ilp_status.as_deref().unwrap_or("?");
         if let Some(class) = &ilp.plan.ilp_class {

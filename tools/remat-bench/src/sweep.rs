@@ -4,6 +4,7 @@
 //! Writes `sweep.json`, `sweep.csv` and one Pareto chart per model (`pareto-MODEL.svg`).
 
 use crate::child::{run_plan, run_with_limit, GraphSource, PlanOutcome};
+use remat_planners::compare_plans;
 use remat_plot as svg;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -47,14 +48,16 @@ pub struct Runner {
     pub measure_all: bool,
 }
 
-/// The plan within its budget with the least overhead (the first of equals): the one a user
-/// would take at that budget.
+/// The best plan within its budget by [`remat_planners::compare_plans`] (the cheapest, then the
+/// lower peak; the first of equals): the one a user would take at that budget.
 pub(crate) fn cheapest_fit<'a>(rows: impl IntoIterator<Item = &'a SweepRow>) -> Option<&'a SweepRow> {
-    let mut best: Option<(&SweepRow, f64)> = None;
+    let mut best: Option<(&SweepRow, (u64, f64))> = None;
     for row in rows {
-        if let (true, Some(o)) = (row.plan.fits, row.plan.overhead()) {
-            if best.is_none_or(|(_, b)| o < b) {
-                best = Some((row, o));
+        let plan = &row.plan;
+        if let (true, Some(peak), Some(cost)) = (plan.fits, plan.peak, plan.cost) {
+            let better = |b: &(u64, f64)| compare_plans((peak, cost), *b, Some(plan.budget_bytes)).is_lt();
+            if best.as_ref().is_none_or(|(_, b)| better(b)) {
+                best = Some((row, (peak, cost)));
             }
         }
     }

@@ -173,7 +173,7 @@ fn read_tensors(dir: &Path, prefix: &str, specs: &[TensorSpec], role: &str) -> R
         .enumerate()
         .map(|(i, spec)| {
             let path = dir.join(format!("{prefix}{i}.npy"));
-            let tensor = npy::read(&path).map_err(|e| vec![e])?;
+            let tensor = npy::read(&path).map_err(|e| vec![e.to_string()])?;
             if tensor.spec != *spec {
                 return Err(vec![format!(
                     "{}: holds {}, but {role} {i} of the step is {spec}",
@@ -237,7 +237,7 @@ fn overall_max_abs_error(reports: &[ToleranceReport]) -> f64 {
 }
 
 fn run(cli: &Cli) -> Result<bool, Vec<String>> {
-    let device = Device::open(cli.device).map_err(|e| vec![e])?;
+    let device = Device::open(cli.device).map_err(|e| vec![e.to_string()])?;
     let step = load_step(&cli.step)?;
     let signature = &step.signature;
     let inputs = match &cli.inputs {
@@ -261,7 +261,7 @@ fn run(cli: &Cli) -> Result<bool, Vec<String>> {
             (Ok(run), None) => runs.push(run),
             (result, first_error) => {
                 let mut lines: Vec<String> = first_error.into_iter().collect();
-                lines.extend(result.err());
+                lines.extend(result.err().map(|e| e.to_string()));
                 lines.push(format!(
                     "{}: run {} of @{} failed on {}",
                     cli.step.display(),

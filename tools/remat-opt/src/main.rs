@@ -219,7 +219,9 @@ impl Cli {
 }
 
 fn lowering_target(cli: &Cli) -> Result<Option<remat_lower::Target>, Failure> {
-    let fail = |e: String| Failure(vec![format!("error: {e}")]);
+    fn fail(e: impl std::fmt::Display) -> Failure {
+        Failure(vec![format!("error: {e}")])
+    }
     let target = cli.lower.as_deref().map(|t| t.parse::<remat_lower::Target>()).transpose().map_err(fail)?;
     let gpu_flags = cli.gpu_format.is_some() || cli.cuda_path.is_some() || cli.gpu_chip != "sm_90";
     match target {
@@ -236,7 +238,7 @@ fn lowering_target(cli: &Cli) -> Result<Option<remat_lower::Target>, Failure> {
             remat_lower::gpu_target::validate(&options).map_err(fail)?;
             Ok(Some(remat_lower::Target::Gpu(options)))
         }
-        _ if gpu_flags => Err(fail("--gpu-chip, --gpu-format and --cuda-path go with --lower=gpu".into())),
+        _ if gpu_flags => Err(fail("--gpu-chip, --gpu-format and --cuda-path go with --lower=gpu")),
         other => Ok(other),
     }
 }
@@ -596,7 +598,7 @@ fn process_graph_json(
     // A DTR operator log (App. C.6) carries its own program order; graph JSON does not.
     let (graph, order, function) = if remat_graph::looks_like_dtr_log(text) {
         let (graph, order) = remat_graph::read_dtr_log(text)
-            .map_err(|e| error(&format!("{source_name}:{}:1", e.line + line_offset), &e.message))?;
+            .map_err(|e| error(&format!("{source_name}:{}:1", e.line + line_offset), &e.kind))?;
         (graph, order, stem())
     } else {
         let graph = json::read_graph(text).map_err(|e| match e.line_col {

@@ -85,6 +85,27 @@ pub struct Chain {
     pub loss: Loss,
 }
 
+/// Why a [`Chain`]'s parameters are not valid.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ChainError {
+    /// A stage's (or, for `None`, the loss's) durations are negative or not finite.
+    #[error("{}: durations must be finite and non-negative", .stage.map_or("loss".to_string(), |k| format!("stage {k}")))]
+    Durations {
+        /// The stage, 1-based; `None` for the loss.
+        stage: Option<usize>,
+    },
+    /// A stage whose ā (everything its backward needs) is smaller than its a.
+    #[error("stage {stage}: a_bar ({a_bar}) is smaller than a ({a})")]
+    ABarBelowA {
+        /// The stage, 1-based.
+        stage: usize,
+        /// ā, bytes.
+        a_bar: u64,
+        /// a, bytes.
+        a: u64,
+    },
+}
+
 impl Chain {
     /// Every byte the chain could hold at once: each stage's ā, δ and overheads, the loss's
     /// and the input's. A DP budget this large needs no rematerialization.
@@ -104,18 +125,18 @@ impl Chain {
     }
 
     /// Checks the parameters: finite non-negative durations and `a_bar >= a`.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ChainError> {
         let ok = |u: f64| u.is_finite() && u >= 0.0;
         for (k, s) in self.stages.iter().enumerate() {
             if !ok(s.u_f) || !ok(s.u_b) {
-                return Err(format!("stage {}: durations must be finite and non-negative", k + 1));
+                return Err(ChainError::Durations { stage: Some(k + 1) });
             }
             if s.a_bar < s.a {
-                return Err(format!("stage {}: a_bar ({}) is smaller than a ({})", k + 1, s.a_bar, s.a));
+                return Err(ChainError::ABarBelowA { stage: k + 1, a_bar: s.a_bar, a: s.a });
             }
         }
         if !ok(self.loss.u_f) || !ok(self.loss.u_b) {
-            return Err("loss: durations must be finite and non-negative".into());
+            return Err(ChainError::Durations { stage: None });
         }
         Ok(())
     }

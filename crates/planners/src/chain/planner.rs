@@ -43,7 +43,7 @@
 use super::dp;
 use super::model::{Chain, ChainOp, Loss, Stage};
 use crate::acg::{stored_bytes, ForwardPart};
-use crate::{PlanDetails, PlanError, PlanRequest, Planner};
+use crate::{FallbackCause, InvalidRequest, PlanDetails, PlanError, PlanRequest, Planner, StopReason, StrategyFacts};
 use remat_graph::{simulate, simulate_with_transfers, Graph, NodeId, Schedule, Transfer};
 
 /// The most stages the chain view keeps (the DP is cubic in L).
@@ -90,6 +90,54 @@ pub struct ChainStats {
     pub offload: Option<(f64, u64)>,
     /// The chain operations of the plan, as the paper writes them.
     pub ops: Vec<String>,
+}
+
+impl StrategyFacts for ChainStats {
+    fn key(&self) -> &'static str {
+        "chain"
+    }
+
+    fn to_json(&self, _deterministic: bool) -> serde_json::Value {
+        let mut chain = serde_json::json!({
+            "stages": self.stages,
+            "dp_budget_bytes": self.dp_budget,
+            "remat_makespan": self.remat_makespan,
+            "ops": self.ops,
+        });
+        if let Some((makespan, moved)) = self.offload {
+            chain["offload"] = serde_json::json!({
+                "makespan": makespan,
+                "offloaded_bytes": moved,
+                "overhead_saved": 1.0 - makespan / self.remat_makespan,
+            });
+        }
+        chain
+    }
+
+    fn lines(&self, _deterministic: bool) -> Vec<(String, String)> {
+        use remat_graph::units::Bytes;
+        let mut lines = vec![(
+            "chain".to_string(),
+            format!(
+                "{} stages, DP at {} ({} bytes), rematerialization-only makespan {:.4e}",
+                self.stages,
+                Bytes(self.dp_budget),
+                self.dp_budget,
+                self.remat_makespan
+            ),
+        )];
+        if let Some((makespan, moved)) = self.offload {
+            lines.push((
+                "chain offload".into(),
+                format!(
+                    "makespan {makespan:.4e} ({:+.1}% vs rematerialization only), {} offloaded",
+                    100.0 * (makespan / self.remat_makespan - 1.0),
+                    Bytes(moved)
+                ),
+            ));
+        }
+        lines
+    }
 }
 
 /// A step as a chain: stages of forward and backward nodes, and Table 1's terms.
@@ -410,13 +458,18 @@ impl Planner for ChainRemat {
         let graph = request.graph;
         let options = &request.options.chain;
         let view = ChainView::of(graph, request.order);
-        simulate(graph, request.order).map_err(|e| PlanError::InvalidRequest(e.to_string()))?;
+        simulate(graph, request.order).map_err(InvalidRequest::from)?;
+        // The DP finds no plan at any budget: the input order, said so.
+        let fallback = || {
+            let stop = StopReason::Fallback { to: "none", cause: FallbackCause::NoPlan };
+            Ok((request.order.to_vec(), PlanDetails::stopped(stop)))
+        };
         let budget = match request.budget {
             Some(b) => b,
             // Least memory: the smallest budget the chain plan meets (bisected).
             None => match crate::smallest_feasible_budget(self, graph, request.order, request.options) {
                 Some(b) => b,
-                None => return Ok((request.order.to_vec(), PlanDetails::default())),
+                None => return fallback(),
             },
         };
         let remat_only = Self::plan_at(&view, graph, budget, None, options.mem_slots);
@@ -426,9 +479,7 @@ impl Planner for ChainRemat {
         // transfers against recomputation), else rematerialization only.
         let remat_makespan = remat_only.as_ref().map_or(f64::NAN, |p| p.makespan);
         let offloads = offloading.is_some();
-        let Some(chosen) = offloading.or(remat_only) else {
-            return Ok((request.order.to_vec(), PlanDetails::default()));
-        };
+        let Some(chosen) = offloading.or(remat_only) else { return fallback() };
         let offload = offloads.then_some((chosen.makespan, chosen.simulation.offloaded_bytes));
         let stats = ChainStats {
             stages: view.chain.len(),
@@ -437,7 +488,7 @@ impl Planner for ChainRemat {
             offload,
             ops: chosen.ops.iter().map(ToString::to_string).collect(),
         };
-        Ok((chosen.schedule, PlanDetails { chain: Some(stats), transfers: chosen.transfers, ..PlanDetails::default() }))
+        Ok((chosen.schedule, PlanDetails { transfers: chosen.transfers, ..PlanDetails::default() }.with_facts(stats)))
     }
 }
 
@@ -466,15 +517,25 @@ mod tests {
         let view = ChainView::of(&graph, &order);
         assert!(view.chain.len() >= 6, "the MLP has a cut per layer: {} stages", view.chain.len());
         let options = crate::PlannerOptions::default();
+        let mut planned = 0;
         for percent in [100, 80, 60, 50] {
             let budget = baseline * percent / 100;
             let request = PlanRequest { graph: &graph, order: &order, budget: Some(budget), options: &options };
             let (schedule, details) = ChainRemat.plan_detailed(&request).unwrap();
             let sim = simulate(&graph, &schedule).unwrap();
-            if details.chain.is_some() {
+            if details.facts::<ChainStats>().is_some() {
+                assert_eq!(details.stop, StopReason::Completed);
                 assert!(sim.peak_bytes <= budget, "{percent}%: {} > {budget}", sim.peak_bytes);
+                planned += 1;
+            } else {
+                assert!(
+                    matches!(details.stop, StopReason::Fallback { to: "none", .. }),
+                    "{percent}%: {:?}",
+                    details.stop
+                );
             }
         }
+        assert!(planned >= 3, "the DP plans the MLP at 100, 80 and 60 % at least ({planned} of 4)");
     }
 
     #[test]
@@ -500,7 +561,7 @@ mod tests {
         assert!(with.peak_bytes <= budget && without.peak_bytes <= budget);
         assert!(with.host_peak_bytes > 0 && with.offloaded_bytes >= with.host_peak_bytes);
         assert!(with.recomputations < without.recomputations, "{} vs {}", with.recomputations, without.recomputations);
-        let stats = details.chain.unwrap();
+        let stats = details.facts::<ChainStats>().unwrap();
         let (makespan, moved) = stats.offload.unwrap();
         assert!(makespan < stats.remat_makespan);
         assert_eq!(moved, with.offloaded_bytes);

@@ -41,6 +41,20 @@ pub(crate) enum Outcome {
     NoSolution,
 }
 
+/// Why HiGHS gave no answer.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub(crate) enum SolverError {
+    /// good_lp could not build the HiGHS model.
+    #[error("{0}")]
+    Model(String),
+    /// HiGHS failed to run.
+    #[error("HiGHS failed: {0}")]
+    Highs(String),
+    /// HiGHS ended with a status that is neither a solution nor infeasibility.
+    #[error("HiGHS ended with status {0}")]
+    Status(String),
+}
+
 /// A solver result.
 #[derive(Clone, Debug)]
 pub(crate) struct Solved {
@@ -101,7 +115,7 @@ impl Model {
         mip_gap: f64,
         initial: Option<&[f64]>,
         verbose: bool,
-    ) -> Result<Solved, String> {
+    ) -> Result<Solved, SolverError> {
         let started = std::time::Instant::now();
         let mut vars = ProblemVariables::new();
         let columns: Vec<Variable> = self
@@ -129,7 +143,7 @@ impl Model {
             }
         }
         // good_lp creates one HiGHS column per variable, in creation order.
-        let mut model = problem.try_into_inner().map_err(|e| e.to_string())?;
+        let mut model = problem.try_into_inner().map_err(|e| SolverError::Model(e.to_string()))?;
         if verbose {
             model.set_option("output_flag", true);
             model.set_option("log_to_console", true);
@@ -143,7 +157,7 @@ impl Model {
         if let (Some(x), false) = (initial, relax) {
             model.set_solution(Some(x), None, None, None);
         }
-        let solved = model.try_solve().map_err(|e| format!("HiGHS failed: {e:?}"))?;
+        let solved = model.try_solve().map_err(|e| SolverError::Highs(format!("{e:?}")))?;
         let status = solved.status();
         let seconds = started.elapsed().as_secs_f64();
         let has_point = solved.primal_solution_status() == highs::HighsSolutionStatus::Feasible;
@@ -165,7 +179,7 @@ impl Model {
                     Outcome::NoSolution
                 }
             }
-            other => return Err(format!("HiGHS ended with status {other:?}")),
+            other => return Err(SolverError::Status(format!("{other:?}"))),
         };
         if !has_point {
             return Ok(Solved { outcome, objective: f64::NAN, dual_bound: f64::NAN, values: Vec::new(), seconds });

@@ -5,6 +5,7 @@
 
 use super::driver::{self, check, lock, record_error, report, ScopedContext};
 use super::ledger::{GpuCounts, Ledger, MemoryKind};
+use crate::error::RuntimeError;
 use cudarc::driver::sys::{self, CUmemAttach_flags, CU_MEMHOSTALLOC_DEVICEMAP, CU_MEMHOSTALLOC_PORTABLE};
 use std::alloc::Layout;
 use std::sync::{LazyLock, Mutex};
@@ -32,7 +33,7 @@ pub(crate) enum DriverBlock {
 static LEDGER: LazyLock<Mutex<Ledger<Backing>>> = LazyLock::new(|| Mutex::new(Ledger::default()));
 
 /// Forgets the counts and measures the driver's usage from now. Needs a current context.
-pub(crate) fn reset() -> Result<(), String> {
+pub(crate) fn reset() -> Result<(), RuntimeError> {
     let used = driver::device_memory_used()?;
     lock(&LEDGER).reset(used);
     Ok(())
@@ -101,7 +102,7 @@ fn allocate_empty(kind: MemoryKind, alignment: u64) -> *mut u8 {
     // SAFETY: the layout has a non-zero size.
     let ptr = unsafe { std::alloc::alloc(layout) };
     if ptr.is_null() {
-        record_error("zero-byte allocation: out of host memory".into());
+        record_error("zero-byte allocation: out of host memory");
         return ptr;
     }
     lock(&LEDGER).record_allocation(ptr as usize, 0, kind, Backing::Empty { layout });
@@ -179,7 +180,7 @@ unsafe fn obtain(kind: MemoryKind, managed: bool, size: u64) -> Option<(usize, D
 ///
 /// # Safety
 /// `block` must come from [`obtain`] and not be released yet; a context must be current.
-unsafe fn release(block: DriverBlock) -> Result<(), String> {
+unsafe fn release(block: DriverBlock) -> Result<(), RuntimeError> {
     match block {
         DriverBlock::Device { base } => check(unsafe { sys::cuMemFree_v2(base) }, "cuMemFree(ptr)"),
         DriverBlock::PinnedHost { base } => check(unsafe { sys::cuMemFreeHost(base as *mut _) }, "cuMemFreeHost(ptr)"),
@@ -189,7 +190,7 @@ unsafe fn release(block: DriverBlock) -> Result<(), String> {
 /// Forgets the block at `address` in the ledger and releases it; Ok for a foreign pointer
 /// (counted, left alone). `cuMemFree` and `cuMemFreeHost` wait for the device, so a kernel
 /// still using the buffer finishes first.
-fn forget_and_release(address: usize) -> Result<(), String> {
+fn forget_and_release(address: usize) -> Result<(), RuntimeError> {
     let Some(backing) = lock(&LEDGER).record_free(address) else {
         return Ok(());
     };
@@ -218,6 +219,6 @@ pub(crate) fn free(ptr: *mut u8) {
 }
 
 /// [`free`] for `call_step_on_device`, which reports failures itself.
-pub(crate) fn free_result(address: u64) -> Result<(), String> {
+pub(crate) fn free_result(address: u64) -> Result<(), RuntimeError> {
     forget_and_release(address as usize)
 }

@@ -5,6 +5,7 @@
 //! cannot load `libcuda.so`, and a panic inside an `extern "C"` wrapper called by a step's code
 //! would abort the process instead of reporting a clean error.
 
+use crate::error::RuntimeError;
 use cudarc::driver::sys::{self, CUcontext, CUresult};
 use std::ffi::{c_char, CStr};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -41,20 +42,21 @@ fn error_name(result: CUresult) -> String {
 }
 
 /// Ok, or the message upstream's `CUDA_REPORT_IF_ERROR` prints: `'call' failed with 'NAME'`.
-pub(crate) fn check(result: CUresult, call: &str) -> Result<(), String> {
+pub(crate) fn check(result: CUresult, call: &str) -> Result<(), RuntimeError> {
     if result == CUresult::CUDA_SUCCESS {
         Ok(())
     } else {
-        Err(format!("'{call}' failed with '{}'", error_name(result)))
+        Err(RuntimeError::Cuda { call: call.to_string(), code: result, name: error_name(result) })
     }
 }
 
 static FIRST_ERROR: Mutex<Option<String>> = Mutex::new(None);
 
-/// Prints `message` on stderr (as upstream's wrappers do) and keeps it if it is the first
-/// since [`take_first_error`]: the step's code cannot see a wrapper's failure, so the runner
-/// asks afterwards.
-pub(crate) fn record_error(message: String) {
+/// Prints `message` on stderr (as upstream's wrappers do) and keeps its text if it is the
+/// first since [`take_first_error`]: the step's code cannot see a wrapper's failure, so the
+/// runner asks afterwards.
+pub(crate) fn record_error(message: impl std::fmt::Display) {
+    let message = message.to_string();
     eprintln!("{message}");
     lock(&FIRST_ERROR).get_or_insert(message);
 }
@@ -92,9 +94,9 @@ pub(crate) fn default_device() -> i32 {
 static CONTEXTS: Mutex<Vec<(i32, usize)>> = Mutex::new(Vec::new());
 
 /// The primary context of device `ordinal`, retained on first use (initializing the driver).
-pub(crate) fn primary_context(ordinal: i32) -> Result<CUcontext, String> {
+pub(crate) fn primary_context(ordinal: i32) -> Result<CUcontext, RuntimeError> {
     if !driver_present() {
-        return Err(NO_DRIVER.into());
+        return Err(RuntimeError::NoDriver);
     }
     let mut contexts = lock(&CONTEXTS);
     if let Some(&(_, context)) = contexts.iter().find(|(o, _)| *o == ordinal) {
@@ -118,7 +120,7 @@ pub(crate) struct ScopedContext(());
 
 impl ScopedContext {
     /// Device `ordinal`'s primary context.
-    pub(crate) fn enter(ordinal: i32) -> Result<Self, String> {
+    pub(crate) fn enter(ordinal: i32) -> Result<Self, RuntimeError> {
         let context = primary_context(ordinal)?;
         // SAFETY: a retained primary context.
         check(unsafe { sys::cuCtxPushCurrent_v2(context) }, "cuCtxPushCurrent(context)")?;
@@ -140,7 +142,7 @@ impl Drop for ScopedContext {
 }
 
 /// Bytes of device memory in use now (`total - free`), for the current context's device.
-pub(crate) fn device_memory_used() -> Result<u64, String> {
+pub(crate) fn device_memory_used() -> Result<u64, RuntimeError> {
     let (mut free, mut total) = (0usize, 0usize);
     // SAFETY: a context is current (callers hold a `ScopedContext`); out-pointers are locals.
     check(unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) }, "cuMemGetInfo(&free, &total)")?;

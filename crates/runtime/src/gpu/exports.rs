@@ -12,7 +12,8 @@
 #![allow(non_snake_case)]
 
 use super::allocator;
-use super::driver::{driver_present, record_error, report, set_default_device, ScopedContext, NO_DRIVER};
+use super::driver::{driver_present, record_error, report, set_default_device, ScopedContext};
+use crate::error::RuntimeError;
 use crate::layout;
 use cudarc::driver::sys::{
     self, CUevent, CUevent_flags, CUfunction, CUfunction_attribute, CUjit_option, CUmodule, CUstream, CUstream_flags,
@@ -34,7 +35,7 @@ unsafe impl Sync for ExportedSymbol {}
 fn driver_loaded() -> bool {
     let present = driver_present();
     if !present {
-        record_error(NO_DRIVER.into());
+        record_error(RuntimeError::NoDriver);
     }
     present
 }

@@ -27,6 +27,7 @@ pub use exports::{ExportedSymbol, EXPORTED_SYMBOLS};
 pub use ledger::GpuCounts;
 
 use crate::call::{descriptor_words, row_major_strides, PackedCall, PackedEntry};
+use crate::error::RuntimeError;
 use crate::layout;
 use crate::tensor::{HostTensor, TensorSpec};
 use cudarc::driver::sys::{self, CUdevice_attribute};
@@ -57,11 +58,11 @@ impl Device {
     /// Opens device `ordinal` and makes it the default device of the wrappers (so open it
     /// before loading a step: the library's constructors load its kernels there). Errors (no
     /// driver, no such device, no unified addressing) are messages, never panics.
-    pub fn open(ordinal: usize) -> Result<Device, String> {
+    pub fn open(ordinal: usize) -> Result<Device, RuntimeError> {
         if !driver_present() {
-            return Err(NO_DRIVER.into());
+            return Err(RuntimeError::NoDriver);
         }
-        let ordinal = i32::try_from(ordinal).map_err(|_| format!("there is no CUDA device {ordinal}"))?;
+        let ordinal = i32::try_from(ordinal).map_err(|_| RuntimeError::DeviceOrdinalTooLarge { ordinal })?;
         let (mut count, mut device, mut unified) = (0, 0, 0);
         let mut name = [0 as c_char; 256];
         // SAFETY: the driver is loaded; every out-pointer is a valid local.
@@ -69,7 +70,7 @@ impl Device {
             check(sys::cuInit(0), "cuInit(0)")?;
             check(sys::cuDeviceGetCount(&mut count), "cuDeviceGetCount(&count)")?;
             if ordinal >= count {
-                return Err(format!("there is no CUDA device {ordinal} (this machine has {count})"));
+                return Err(RuntimeError::NoSuchDevice { ordinal, count });
             }
             check(sys::cuDeviceGet(&mut device, ordinal), &format!("cuDeviceGet(&device, {ordinal})"))?;
             check(
@@ -85,9 +86,7 @@ impl Device {
         // SAFETY: the driver NUL-terminates the name within the buffer.
         let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
         if unified == 0 {
-            return Err(format!(
-                "CUDA device {ordinal} ({name}) has no unified addressing, which the runtime's copies need"
-            ));
+            return Err(RuntimeError::NoUnifiedAddressing { ordinal, name });
         }
         driver::primary_context(ordinal)?;
         driver::set_default_device(ordinal);
@@ -105,7 +104,7 @@ impl Device {
     }
 
     /// Forgets the allocator's counts and measures the driver's usage from now.
-    pub fn reset_counts(&self) -> Result<(), String> {
+    pub fn reset_counts(&self) -> Result<(), RuntimeError> {
         let _context = ScopedContext::enter(self.ordinal)?;
         allocator::reset()
     }
@@ -139,13 +138,10 @@ impl Device {
         entry: PackedEntry,
         inputs: &[HostTensor],
         results: &[TensorSpec],
-    ) -> Result<GpuStepRun, String> {
+    ) -> Result<GpuStepRun, RuntimeError> {
         let default = driver::default_device();
         if default != self.ordinal {
-            return Err(format!(
-                "device {} is not the default device of the wrappers ({default}): the step's kernels are loaded there",
-                self.ordinal
-            ));
+            return Err(RuntimeError::NotDefaultDevice { device: self.ordinal, default });
         }
         let _context = ScopedContext::enter(self.ordinal)?;
         let copies = inputs.iter().map(InputCopy::of).collect::<Result<Vec<_>, _>>()?;
@@ -162,7 +158,7 @@ impl Device {
         let synchronized = check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize()");
         let seconds = start.elapsed().as_secs_f64();
         let counts = allocator::counts();
-        synchronized.map_err(|e| format!("the step failed on the device: {e}"))?;
+        synchronized.map_err(|error| RuntimeError::StepFailedOnDevice { error: Box::new(error) })?;
         // Read only after the call wrote it through `args`.
         let result_storage = &call.result_storage;
 
@@ -179,7 +175,7 @@ impl Device {
             match copy_result_out(spec, w) {
                 Ok(tensor) => outputs.push(tensor),
                 Err(e) => {
-                    error.get_or_insert(format!("result {i}: {e}"));
+                    error.get_or_insert(RuntimeError::DeviceResult { index: i, error: Box::new(e) });
                     outputs.push(HostTensor::zeros(spec.clone()));
                 }
             }
@@ -205,7 +201,7 @@ struct InputCopy {
 }
 
 impl InputCopy {
-    fn of(tensor: &HostTensor) -> Result<Self, String> {
+    fn of(tensor: &HostTensor) -> Result<Self, RuntimeError> {
         let bytes = tensor.spec.bytes();
         // `cuMemAlloc(0)` fails: an empty input still gets a (1-byte) address.
         let reserved = bytes.max(1);
@@ -238,13 +234,13 @@ const STAGING_SLACK_BYTES: usize = 1 << 24;
 /// Copies the result described by descriptor `words` to the host as a dense row-major
 /// tensor: one `cuMemcpy` when it is dense, else its footprint staged and gathered (or one
 /// copy per contiguous run if the footprint is much larger than the result).
-fn copy_result_out(spec: &TensorSpec, words: &[u64]) -> Result<HostTensor, String> {
+fn copy_result_out(spec: &TensorSpec, words: &[u64]) -> Result<HostTensor, RuntimeError> {
     let rank = spec.shape.len();
     let field = |i: usize| words[i] as i64;
     let sizes: Vec<i64> = (0..rank).map(|d| field(3 + d)).collect();
     let strides: Vec<i64> = (0..rank).map(|d| field(3 + rank + d)).collect();
     if sizes.iter().zip(&spec.shape).any(|(&got, &want)| got != want as i64) {
-        return Err(format!("has shape {sizes:?}, expected {spec}"));
+        return Err(RuntimeError::DeviceResultShape { found: sizes, expected: spec.clone() });
     }
     let mut out = HostTensor::zeros(spec.clone());
     if spec.elements() == 0 {
@@ -252,12 +248,12 @@ fn copy_result_out(spec: &TensorSpec, words: &[u64]) -> Result<HostTensor, Strin
     }
     let element = spec.element.bytes();
     let footprint = layout::footprint_elements(&sizes, &strides)
-        .ok_or_else(|| format!("has strides {strides:?}, which this runtime does not copy"))?;
+        .ok_or_else(|| RuntimeError::DeviceResultStrides { strides: strides.clone() })?;
     let (aligned, offset) = (words[1], field(2));
     let start =
         u64::try_from(offset).ok().and_then(|o| o.checked_mul(element as u64)).and_then(|o| aligned.checked_add(o));
     let (Some(start), false) = (start, aligned == 0) else {
-        return Err(format!("has data pointer {aligned:#x} and offset {offset}, which point nowhere"));
+        return Err(RuntimeError::DeviceResultAddress { pointer: aligned, offset });
     };
     let copy = |to: *mut u8, from: u64, bytes: usize| {
         // SAFETY: `to` holds `bytes` bytes; `from` is inside the result's footprint.
@@ -298,6 +294,40 @@ fn copy_result_out(spec: &TensorSpec, words: &[u64]) -> Result<HostTensor, Strin
 mod tests {
     use super::*;
 
+    /// A result descriptor the runtime cannot copy is an error naming what is wrong, found
+    /// before any driver call (so this needs no GPU).
+    #[test]
+    fn result_descriptors_that_cannot_be_copied_are_typed_errors() {
+        let spec = TensorSpec { element: crate::tensor::ElementType::F32, shape: vec![2, 3] };
+        // allocated, aligned, offset, sizes, strides.
+        let words = |aligned: u64, sizes: [i64; 2], strides: [i64; 2]| {
+            [aligned, aligned, 0, sizes[0] as u64, sizes[1] as u64, strides[0] as u64, strides[1] as u64]
+        };
+        let error = copy_result_out(&spec, &words(4096, [3, 2], [2, 1])).unwrap_err();
+        assert_eq!(error.to_string(), "has shape [3, 2], expected tensor<2x3xf32>");
+        assert!(
+            matches!(&error, RuntimeError::DeviceResultShape { found, expected } if *found == [3, 2] && *expected == spec)
+        );
+        let error = copy_result_out(&spec, &words(4096, [2, 3], [-3, 1])).unwrap_err();
+        assert!(matches!(&error, RuntimeError::DeviceResultStrides { strides } if *strides == [-3, 1]), "{error:?}");
+        let error = copy_result_out(&spec, &words(0, [2, 3], [3, 1])).unwrap_err();
+        assert!(matches!(error, RuntimeError::DeviceResultAddress { pointer: 0, offset: 0 }), "{error:?}");
+        assert_eq!(error.to_string(), "has data pointer 0x0 and offset 0, which point nowhere");
+        let wrapped = RuntimeError::DeviceResult { index: 2, error: Box::new(error) };
+        assert_eq!(wrapped.to_string(), "result 2: has data pointer 0x0 and offset 0, which point nowhere");
+
+        let failed = RuntimeError::Cuda {
+            call: "cuCtxSynchronize()".into(),
+            code: sys::CUresult::CUDA_ERROR_ILLEGAL_ADDRESS,
+            name: "CUDA_ERROR_ILLEGAL_ADDRESS".into(),
+        };
+        let failed = RuntimeError::StepFailedOnDevice { error: Box::new(failed) };
+        assert_eq!(
+            failed.to_string(),
+            "the step failed on the device: 'cuCtxSynchronize()' failed with 'CUDA_ERROR_ILLEGAL_ADDRESS'"
+        );
+    }
+
     /// Without a driver nothing panics: opening fails with the message, the wrappers return
     /// null and record the error, and zero-byte allocations (which need no driver) still work.
     #[test]
@@ -306,7 +336,9 @@ mod tests {
             eprintln!("note: skipped: this machine has a CUDA driver");
             return;
         }
-        assert_eq!(Device::open(0).unwrap_err(), NO_DRIVER);
+        let error = Device::open(0).unwrap_err();
+        assert!(matches!(error, RuntimeError::NoDriver), "{error:?}");
+        assert_eq!(error.to_string(), NO_DRIVER);
         take_first_error();
         assert!(exports::_mlir_memref_to_llvm_alloc(64).is_null());
         assert_eq!(take_first_error().as_deref(), Some(NO_DRIVER));

@@ -38,7 +38,7 @@ extern "C" {
 #define REMAT_PASS_OPTIONS_VERSION 2
 /// Version of the report JSON (docs/report-schema.md), also its
 /// `schema_version` field. Fields are only added within a version.
-#define REMAT_REPORT_SCHEMA_VERSION 1
+#define REMAT_REPORT_SCHEMA_VERSION 2
 
 /// The versions the linked library implements: compare with the macros above
 /// to catch a header and a library from different releases.

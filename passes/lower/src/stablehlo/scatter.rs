@@ -22,6 +22,7 @@
 //! an in-place update of the operand that the model would not know about.
 
 use super::{create_op, error_at, set_segments, OpError};
+use crate::LowerError;
 use mlir_sys::*;
 use remat_mlir::ir::{self, Op, Val};
 use std::collections::HashMap;
@@ -104,40 +105,63 @@ impl ScatterPlan {
         Ok(plan)
     }
 
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), LowerError> {
         let operand_rank = self.operand_shape.len() as i64;
         let indices_rank = self.indices_shape.len() as i64;
         let updates_rank = self.updates_shape.len() as i64;
-        let in_range = |dims: &[i64], rank: i64| dims.iter().all(|&d| (0..rank).contains(&d));
-        if !in_range(&self.update_window_dims, updates_rank)
-            || !in_range(&self.inserted_window_dims, operand_rank)
-            || !in_range(&self.scatter_dims_to_operand_dims, operand_rank)
-            || !in_range(&self.input_batching_dims, operand_rank)
-            || !in_range(&self.scatter_indices_batching_dims, indices_rank)
-            || self.scatter_indices_batching_dims.contains(&self.index_vector_dim)
+        let out_of_range = |field: &'static str, dimension: i64, rank: i64| LowerError::ScatterDimensionOutOfRange {
+            field,
+            dimension,
+            rank,
+        };
+        let in_range =
+            |field: &'static str, dims: &[i64], rank: i64| match dims.iter().find(|d| !(0..rank).contains(*d)) {
+                Some(&d) => Err(out_of_range(field, d, rank)),
+                None => Ok(()),
+            };
+        in_range("update_window_dims", &self.update_window_dims, updates_rank)?;
+        in_range("inserted_window_dims", &self.inserted_window_dims, operand_rank)?;
+        in_range("scatter_dims_to_operand_dims", &self.scatter_dims_to_operand_dims, operand_rank)?;
+        in_range("input_batching_dims", &self.input_batching_dims, operand_rank)?;
+        in_range("scatter_indices_batching_dims", &self.scatter_indices_batching_dims, indices_rank)?;
+        // The index vector dimension is one past the last when the indices are implicit, and
+        // never a batching dimension.
+        if self.scatter_indices_batching_dims.contains(&self.index_vector_dim)
             || !(0..=indices_rank).contains(&self.index_vector_dim)
         {
-            return Err("a dimension number is out of range".into());
+            return Err(out_of_range("index_vector_dim", self.index_vector_dim, indices_rank));
         }
         if self.input_batching_dims.len() != self.scatter_indices_batching_dims.len() {
-            return Err("input_batching_dims and scatter_indices_batching_dims differ in length".into());
+            return Err(LowerError::ScatterBatchingDimsLength {
+                input_batching_dims: self.input_batching_dims.clone(),
+                scatter_indices_batching_dims: self.scatter_indices_batching_dims.clone(),
+            });
         }
         if (self.update_window_dims.len() + self.inserted_window_dims.len() + self.input_batching_dims.len()) as i64
             != operand_rank
         {
-            return Err(
-                "update_window_dims, inserted_window_dims and input_batching_dims do not cover the operand".into()
-            );
+            return Err(LowerError::ScatterWindowCoverage {
+                update_window_dims: self.update_window_dims.clone(),
+                inserted_window_dims: self.inserted_window_dims.clone(),
+                input_batching_dims: self.input_batching_dims.clone(),
+                operand_rank: self.operand_shape.len(),
+            });
         }
         let vector_len =
             if self.index_vector_dim == indices_rank { 1 } else { self.indices_shape[self.index_vector_dim as usize] };
         if vector_len != self.scatter_dims_to_operand_dims.len() as i64 {
-            return Err("scatter_dims_to_operand_dims does not match the index vector".into());
+            return Err(LowerError::ScatterIndexVector {
+                index_vector_length: vector_len,
+                scatter_dims_to_operand_dims: self.scatter_dims_to_operand_dims.clone(),
+            });
         }
         let scatter_dims = updates_rank - self.update_window_dims.len() as i64;
         let batch_dims = indices_rank - i64::from(self.index_vector_dim < indices_rank);
         if scatter_dims != batch_dims {
-            return Err("the update scatter dimensions do not match the index batch dimensions".into());
+            return Err(LowerError::ScatterBatchDimensions {
+                update_scatter_dims: scatter_dims,
+                index_batch_dims: batch_dims,
+            });
         }
         Ok(())
     }
