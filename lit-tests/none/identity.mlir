@@ -2,6 +2,10 @@
 // together with its init ops, and a cse'd (shared) tensor.empty is untied so that it can.
 // RUN: remat-opt %s --remat=none | FileCheck %s
 // RUN: remat-opt %s --remat=none | mlir-opt > /dev/null
+// As mlir-opt does, `-o -` is stdout; `-o /dev/null` discards the output and leaves the
+// device as it was (a file renamed over it once replaced it).
+// RUN: remat-opt %s --remat=none -o - | FileCheck %s
+// RUN: remat-opt %s --remat=none -o /dev/null && test -c /dev/null
 
 // CHECK-LABEL: func.func @matmuls
 // CHECK-NOT:     remat.recompute

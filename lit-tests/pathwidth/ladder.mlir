@@ -1,33 +1,142 @@
-// PWRemat (--remat=pathwidth) on a 16-layer ladder (a forward chain whose activations the
-// backward chain reads in reverse; it has a Hamiltonian path, so no spine is added). The plan
-// halves the peak; polishing keeps that peak at a third of the raw recomputations; the rewritten
-// function runs at exactly the planned peak with the original's output.
+// PWRemat (--remat=pathwidth) on a 16-layer ladder: a forward chain of exps f0..f15 whose
+// activations the backward chain g16..g0 reads in reverse (it has a Hamiltonian path, so no
+// spine is added). Every value is 1 KiB (arguments are not counted), every op costs 256.
 //
 // RUN: remat-opt %s --remat=pathwidth --report-json=%t.json -o %t.mlir
 // RUN: FileCheck %s --check-prefix=IR < %t.mlir
 // RUN: remat-run %t.mlir --compare-with=%s --json > %t.run
 // RUN: cat %t.json %t.run | FileCheck %s
 //
+// The report: the input order peaks at g15 with f0..f15, g16 and g15 live (18 KiB). The plan
+// halves that: 9 KiB at g15 (f0, f1, f8, f9, f12, f14, f15 kept, g16, g15) and again at g7
+// (f0, f1, g8, the recomputed f3..f7, g7). The raw schedule, Algorithm 3's with its repeated
+// prefixes, recomputes 33 ops (cost exactly twice the baseline's 33 × 256); polishing keeps
+// its peak with 10 of them. The rewritten function runs at exactly the planned peak with the
+// original's output.
 // CHECK:      "strategy": "pathwidth",
 // CHECK:      "baseline": {
 // CHECK-NEXT:   "peak_bytes": 18432,
+// CHECK-NEXT:   "cost": 8448.0
 // CHECK:      "plan": {
 // CHECK-NEXT:   "peak_bytes": [[PEAK:9216]],
-// CHECK:        "recomputed_ops": 10
+// CHECK-NEXT:   "cost": 11008.0,
+// CHECK-NEXT:   "recompute_overhead": 0.3030{{[0-9]*}},
+// CHECK-NEXT:   "recomputed_ops": 10
 // CHECK:      "raw_plan": {
 // CHECK-NEXT:   "peak_bytes": 9216,
-// CHECK:        "recomputed_ops": 33
+// CHECK-NEXT:   "cost": 16896.0,
+// CHECK-NEXT:   "recompute_overhead": 1.0,
+// CHECK-NEXT:   "recomputed_ops": 33
 // CHECK:      {"peak_bytes":[[PEAK]],{{.*}}"outputs_match":true,
 //
-// IR-LABEL: func.func @ladder
-// IR-COUNT-10: linalg.exp {remat.recompute}
-// IR-NOT:      remat.recompute
-// IR:          return
+// The forward pass runs once, in program order, and nothing in it is a clone (a clone carries
+// {remat.recompute} between `linalg.exp` and `ins`).
+// IR-LABEL:  func.func @ladder(
+// IR-SAME:   %[[X:[a-z0-9]+]]: tensor<256xf32>
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[F0:.*]] = linalg.exp ins(%[[X]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[F1:.*]] = linalg.exp ins(%[[F0]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[F2:.*]] = linalg.exp ins(%[[F1]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[F3:.*]] = linalg.exp ins(%[[F2]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[F4:.*]] = linalg.exp ins(%[[F3]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[F5:.*]] = linalg.exp ins(%[[F4]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[F6:.*]] = linalg.exp ins(%[[F5]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[F7:.*]] = linalg.exp ins(%[[F6]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[F8:.*]] = linalg.exp ins(%[[F7]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[F9:.*]] = linalg.exp ins(%[[F8]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[F10:.*]] = linalg.exp ins(%[[F9]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[F11:.*]] = linalg.exp ins(%[[F10]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[F12:.*]] = linalg.exp ins(%[[F11]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[F13:.*]] = linalg.exp ins(%[[F12]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[F14:.*]] = linalg.exp ins(%[[F13]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[F15:.*]] = linalg.exp ins(%[[F14]] :
 //
-// The textual pipeline takes the same options:
+// g16..g14 read f15 and f14 kept from the forward pass; then f13 is recomputed from the kept
+// f12 right before g13, its reader, and g12 reads the kept f12.
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[G16:.*]] = linalg.mul ins(%[[F15]], %[[F15]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[G15:.*]] = linalg.mul ins(%[[G16]], %[[F15]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[G14:.*]] = linalg.mul ins(%[[G15]], %[[F14]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[R13:.*]] = linalg.exp {remat.recompute} ins(%[[F12]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[G13:.*]] = linalg.mul ins(%[[G14]], %[[R13]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[G12:.*]] = linalg.mul ins(%[[G13]], %[[F12]] :
+//
+// f10 and f11 are recomputed from the kept f9 right before g11; g9 and g8 read the kept f9 and f8.
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[R10:.*]] = linalg.exp {remat.recompute} ins(%[[F9]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[R11:.*]] = linalg.exp {remat.recompute} ins(%[[R10]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[G11:.*]] = linalg.mul ins(%[[G12]], %[[R11]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[G10:.*]] = linalg.mul ins(%[[G11]], %[[R10]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[G9:.*]] = linalg.mul ins(%[[G10]], %[[F9]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[G8:.*]] = linalg.mul ins(%[[G9]], %[[F8]] :
+//
+// f2..f7 are recomputed from the kept f1 right before g7 and read by g7..g4. The clone of f2
+// dies once f3 is recomputed, and f2 is recomputed a second time for g2: kept instead, it
+// would be live at g7 beside g8 and f3..f7, a 10 KiB peak. g1 and g0 read the kept f1 and f0.
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[R2:.*]] = linalg.exp {remat.recompute} ins(%[[F1]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[R3:.*]] = linalg.exp {remat.recompute} ins(%[[R2]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[R4:.*]] = linalg.exp {remat.recompute} ins(%[[R3]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[R5:.*]] = linalg.exp {remat.recompute} ins(%[[R4]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[R6:.*]] = linalg.exp {remat.recompute} ins(%[[R5]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[R7:.*]] = linalg.exp {remat.recompute} ins(%[[R6]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[G7:.*]] = linalg.mul ins(%[[G8]], %[[R7]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[G6:.*]] = linalg.mul ins(%[[G7]], %[[R6]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[G5:.*]] = linalg.mul ins(%[[G6]], %[[R5]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[G4:.*]] = linalg.mul ins(%[[G5]], %[[R4]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[S2:.*]] = linalg.exp {remat.recompute} ins(%[[F1]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[G3:.*]] = linalg.mul ins(%[[G4]], %[[R3]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[G2:.*]] = linalg.mul ins(%[[G3]], %[[S2]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[G1:.*]] = linalg.mul ins(%[[G2]], %[[F1]] :
+// IR-NEXT:   tensor.empty
+// IR-NEXT:   %[[G0:.*]] = linalg.mul ins(%[[G1]], %[[F0]] :
+// IR-NEXT:   return %[[G0]] :
+//
+// The textual pipeline takes the same options: without polishing, the raw schedule's 33
+// recomputations are all in the module.
 // RUN: remat-opt %s --pass-pipeline='builtin.module(func.func(remat{strategy=pathwidth pw-stop=1 polish=false}))' | FileCheck %s --check-prefix=PIPE
-// PIPE-LABEL: func.func @ladder
-// PIPE:       remat.recompute
+// PIPE-LABEL:   func.func @ladder
+// PIPE-COUNT-33: linalg.exp {remat.recompute}
+// PIPE-NOT:     remat.recompute
+// PIPE:         return
 //
 // RUN: not remat-opt %s --pass-pipeline='builtin.module(func.func(remat{strategy=pathwidth pw-stop=many}))' 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: error: invalid pw-stop 'many'

@@ -186,13 +186,7 @@ impl GraphBuilder {
         self.preds.push(unique);
         id
     }
-    /// Adds a dependency edge `from -> to` after both exist.
-    pub fn add_edge(&mut self, from: NodeId, to: NodeId) {
-        let preds = &mut self.preds[to.index()];
-        if !preds.contains(&from) {
-            preds.push(from);
-        }
-    }
+
     /// Number of nodes added so far.
     pub fn len(&self) -> usize {
         self.nodes.len()
@@ -318,10 +312,7 @@ impl Graph {
     pub fn succs(&self, id: NodeId) -> &[NodeId] {
         &self.succs[id.index()]
     }
-    /// A deterministic topological order of all nodes (Kahn's algorithm, smallest id first).
-    pub fn topological_order(&self) -> &[NodeId] {
-        &self.topo
-    }
+
     /// The executable nodes (not arguments) in topological order: the no-remat schedule when
     /// the graph carries no better order of its own.
     pub fn topological_schedule(&self) -> Vec<NodeId> {
@@ -335,10 +326,7 @@ impl Graph {
         }
         id
     }
-    /// Whether `id` must be resident at the end. Without any node marked `output`, sinks are.
-    pub fn is_output(&self, id: NodeId) -> bool {
-        self.node(id).output
-    }
+
     /// Ids of all output nodes.
     pub fn outputs(&self) -> impl Iterator<Item = NodeId> + '_ {
         self.ids().filter(|&n| self.node(n).output)
@@ -347,10 +335,7 @@ impl Graph {
     pub fn argument_bytes(&self) -> u64 {
         self.nodes.iter().filter(|n| n.argument).map(|n| n.bytes).sum()
     }
-    /// Cost of executing every non-argument node once (`T_onepass` in Kumar et al.).
-    pub fn one_pass_cost(&self) -> f64 {
-        self.nodes.iter().filter(|n| !n.argument).map(|n| n.cost).sum()
-    }
+
     /// Number of executable (non-argument) nodes.
     pub fn op_count(&self) -> usize {
         self.nodes.iter().filter(|n| !n.argument).count()

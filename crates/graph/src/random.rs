@@ -4,32 +4,7 @@
 
 use crate::graph::{Graph, GraphBuilder, NodeId, NodeSpec};
 
-/// SplitMix64: a tiny, well-distributed, seedable generator.
-#[derive(Clone, Debug)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator from a seed.
-    pub fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// A number in `0..bound` (`bound > 0`).
-    pub fn below(&mut self, bound: u64) -> u64 {
-        self.next_u64() % bound
-    }
-    /// True with probability `percent`/100.
-    pub fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
+pub use remat_rng::SplitMix64;
 
 /// Shape of a random DAG.
 #[derive(Clone, Copy, Debug)]

@@ -471,3 +471,433 @@ fn static_bytes(v: Val, op: Op, what: &str) -> Result<u64, MlirError> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::{lines, MEMORY_MODEL_EXAMPLE};
+    use crate::{import, CostModel, ImportOptions, ImportedFunction, RematContext};
+    use remat_graph::{simulate, Graph};
+
+    /// One line per node: `id: name bytes=B [cost=C] [arg] [out] [impure] [view_of=V] preds=[…]`.
+    fn graph_text(g: &Graph) -> Vec<String> {
+        g.ids()
+            .map(|id| {
+                let n = g.node(id);
+                let mut line = format!("{}: {} bytes={}", id.0, n.name, n.bytes);
+                if n.argument {
+                    line.push_str(" arg");
+                } else {
+                    line.push_str(&format!(" cost={}", n.cost));
+                }
+                if n.output {
+                    line.push_str(" out");
+                }
+                if !n.pure && !n.argument {
+                    line.push_str(" impure");
+                }
+                if let Some(v) = n.view_of {
+                    line.push_str(&format!(" view_of={}", v.0));
+                }
+                if !n.argument {
+                    let mut preds: Vec<u32> = g.preds(id).iter().map(|p| p.0).collect();
+                    preds.sort();
+                    line.push_str(&format!(" preds={preds:?}"));
+                }
+                line
+            })
+            .collect()
+    }
+
+    /// Imports `input` with `options` and hands the result and the normalized module's text
+    /// to `f`.
+    fn with_import<R>(input: &str, options: &ImportOptions, f: impl FnOnce(&ImportedFunction, String) -> R) -> R {
+        let context = RematContext::new();
+        let module = context.parse(input, "import.mlir").unwrap_or_else(|e| panic!("{e:?}\n{input}"));
+        let imported = import(&module, None, options).unwrap_or_else(|e| panic!("{e}\n{input}"));
+        context.verify(&module).unwrap_or_else(|e| panic!("normalized module does not verify: {e:?}"));
+        f(&imported, module.as_operation().to_string())
+    }
+
+    /// Imports `input` and compares its graph with `expected`; the baseline order must be the
+    /// body order, every non-argument node once.
+    fn check(input: &str, expected: &str) {
+        with_import(input, &ImportOptions::default(), |imported, text| {
+            assert_eq!(graph_text(&imported.graph), lines(expected), "\n{text}");
+            let arguments = imported.graph.ids().filter(|&id| imported.graph.node(id).argument).count();
+            let body_order: Vec<u32> = (arguments as u32..imported.graph.len() as u32).collect();
+            assert_eq!(imported.order.iter().map(|n| n.0).collect::<Vec<_>>(), body_order);
+        })
+    }
+
+    /// The error importing `input` gives: its location's `line:col` (MLIR names a buffer parsed
+    /// from memory "-"; remat-opt puts the file name back) and its message.
+    fn import_error(input: &str, function: Option<&str>) -> (String, String) {
+        let context = RematContext::new();
+        let module = context.parse(input, "import.mlir").unwrap_or_else(|e| panic!("{e:?}\n{input}"));
+        match import(&module, function, &ImportOptions::default()) {
+            Ok(_) => panic!("imported without an error:\n{input}"),
+            Err(e) => {
+                let location = e.location.unwrap_or_default();
+                let line_col = location.split_once(':').map(|(_, rest)| rest.to_string()).unwrap_or_default();
+                (line_col, e.message)
+            }
+        }
+    }
+
+    #[test]
+    fn the_memory_model_example_groups_inits_into_the_matmul() {
+        // docs/memory-model.md, "Nodes from MLIR": six nodes, matmul_3 = empty + fill + matmul.
+        let input = MEMORY_MODEL_EXAMPLE;
+        check(
+            input,
+            "
+            0: %arg0 bytes=256 arg
+            1: %arg1 bytes=512 arg
+            2: constant_2 bytes=0 cost=0 preds=[]
+            3: matmul_3 bytes=128 cost=1056 preds=[0, 1, 2]
+            4: collapse_shape_4 bytes=0 cost=0 view_of=3 preds=[3]
+            5: exp_5 bytes=128 cost=32 out preds=[4]
+            ",
+        );
+        with_import(input, &ImportOptions::default(), |imported, _| {
+            assert_eq!(imported.name, "step");
+            assert_eq!(imported.graph.argument_bytes(), 768);
+            // exp_5's 128 bytes plus matmul_3's, which the view keeps alive.
+            assert_eq!(simulate(&imported.graph, &imported.order).unwrap().peak_bytes, 256);
+            let ops: Vec<Vec<String>> =
+                imported.groups.iter().map(|g| g.iter().map(|&op| crate::ir::op_name(op)).collect()).collect();
+            assert_eq!(ops[3], ["tensor.empty", "linalg.fill", "linalg.matmul"]);
+            assert_eq!(ops[5], ["tensor.empty", "linalg.exp"]);
+            assert!(ops[0].is_empty() && ops[1].is_empty());
+        });
+    }
+
+    #[test]
+    fn unit_cost_model_costs_every_node_one() {
+        let input = r#"
+            func.func @main(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+              %c = "stablehlo.constant"() <{value = dense<1.0> : tensor<4x4xf32>}> : () -> tensor<4x4xf32>
+              %d = "stablehlo.dot"(%x, %c) : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+              %v = "stablehlo.reshape"(%d) : (tensor<4x4xf32>) -> tensor<16xf32>
+              %w = "stablehlo.reshape"(%v) : (tensor<16xf32>) -> tensor<4x4xf32>
+              return %w : tensor<4x4xf32>
+            }
+        "#;
+        let options = ImportOptions { cost_model: CostModel::Unit, ..ImportOptions::default() };
+        with_import(input, &options, |imported, _| {
+            assert_eq!(
+                graph_text(&imported.graph),
+                lines(
+                    "
+                    0: %arg0 bytes=64 arg
+                    1: constant_1 bytes=0 cost=1 preds=[]
+                    2: dot_2 bytes=64 cost=1 preds=[0, 1]
+                    3: reshape_3 bytes=0 cost=1 view_of=2 preds=[2]
+                    4: reshape_4 bytes=0 cost=1 out view_of=3 preds=[3]
+                    "
+                )
+            );
+            assert_eq!(imported.graph.storage_root(remat_graph::NodeId(4)), remat_graph::NodeId(2));
+        });
+    }
+
+    #[test]
+    fn views_of_arguments_and_index_operands() {
+        check(
+            r#"
+            func.func @main(%x: tensor<8xf32>) -> tensor<2xf32> {
+              %c2 = arith.constant 2 : index
+              %s = tensor.extract_slice %x[%c2] [4] [1] : tensor<8xf32> to tensor<4xf32>
+              %t = tensor.extract_slice %s[%c2] [2] [1] : tensor<4xf32> to tensor<2xf32>
+              %e = tensor.empty() : tensor<2xf32>
+              %y = linalg.negf ins(%t : tensor<2xf32>) outs(%e : tensor<2xf32>) -> tensor<2xf32>
+              return %y : tensor<2xf32>
+            }
+            "#,
+            "
+            0: %arg0 bytes=32 arg
+            1: constant_1 bytes=0 cost=0 preds=[]
+            2: extract_slice_2 bytes=0 cost=0 view_of=0 preds=[0, 1]
+            3: extract_slice_3 bytes=0 cost=0 view_of=2 preds=[1, 2]
+            4: negf_4 bytes=8 cost=2 out preds=[3]
+            ",
+        );
+    }
+
+    #[test]
+    fn constants_own_no_bytes_and_returned_arguments_are_outputs() {
+        check(
+            r#"
+            func.func @main(%x: tensor<64xf32>, %y: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) {
+              %k = arith.constant dense<2.0> : tensor<64xf32>
+              %m = "stablehlo.multiply"(%x, %k) : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+              %n = "stablehlo.custom_call"(%m) <{call_target_name = "effect"}> : (tensor<64xf32>) -> tensor<64xf32>
+              return %y, %k, %n : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>
+            }
+            "#,
+            "
+            0: %arg0 bytes=256 arg
+            1: %arg1 bytes=256 arg out
+            2: constant_2 bytes=0 cost=0 out preds=[]
+            3: multiply_3 bytes=256 cost=64 preds=[0, 2]
+            4: custom_call_4 bytes=256 cost=64 out impure preds=[3]
+            ",
+        );
+    }
+
+    #[test]
+    fn an_init_shared_by_two_destinations_is_untied() {
+        let input = r#"
+            func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+              %e = tensor.empty() : tensor<4xf32>
+              %a = linalg.exp ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+              %b = linalg.negf ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+              return %a, %b : tensor<4xf32>, tensor<4xf32>
+            }
+        "#;
+        check(
+            input,
+            "
+            0: %arg0 bytes=16 arg
+            1: exp_1 bytes=16 cost=4 out preds=[0]
+            2: negf_2 bytes=16 cost=4 out preds=[0]
+            ",
+        );
+        with_import(input, &ImportOptions::default(), |imported, text| {
+            assert_eq!(text.matches("tensor.empty()").count(), 2, "{text}");
+            let groups: Vec<usize> = imported.groups.iter().map(Vec::len).collect();
+            assert_eq!(groups, [0, 2, 2]);
+        });
+    }
+
+    #[test]
+    fn an_init_also_read_as_an_input_stays_a_node_and_the_destination_gets_a_copy_of_it() {
+        // %z is both an input and the destination of the add: the add gets its own fill.
+        let input = r#"
+            func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+              %c = arith.constant 1.0 : f32
+              %e = tensor.empty() : tensor<4xf32>
+              %z = linalg.fill ins(%c : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+              %a = linalg.add ins(%x, %z : tensor<4xf32>, tensor<4xf32>) outs(%z : tensor<4xf32>) -> tensor<4xf32>
+              return %a : tensor<4xf32>
+            }
+        "#;
+        check(
+            input,
+            "
+            0: %arg0 bytes=16 arg
+            1: constant_1 bytes=0 cost=0 preds=[]
+            2: fill_2 bytes=16 cost=4 preds=[1]
+            3: add_3 bytes=16 cost=8 out preds=[0, 1, 2]
+            ",
+        );
+        with_import(input, &ImportOptions::default(), |imported, text| {
+            assert_eq!(text.matches("linalg.fill").count(), 2, "{text}");
+            let ops: Vec<String> = imported.groups[3].iter().map(|&op| crate::ir::op_name(op)).collect();
+            assert_eq!(ops, ["tensor.empty", "linalg.fill", "linalg.add"]);
+        });
+    }
+
+    #[test]
+    fn a_destination_used_only_by_its_update_is_updated_in_place() {
+        check(
+            r#"
+            func.func @main(%x: tensor<8xf32>, %u: tensor<2xf32>) -> tensor<8xf32> {
+              %e = tensor.empty() : tensor<8xf32>
+              %a = linalg.exp ins(%x : tensor<8xf32>) outs(%e : tensor<8xf32>) -> tensor<8xf32>
+              %b = tensor.insert_slice %u into %a[0] [2] [1] : tensor<2xf32> into tensor<8xf32>
+              return %b : tensor<8xf32>
+            }
+            "#,
+            "
+            0: %arg0 bytes=32 arg
+            1: %arg1 bytes=8 arg
+            2: exp_2 bytes=32 cost=8 preds=[0]
+            3: insert_slice_3 bytes=0 cost=8 out impure view_of=2 preds=[1, 2]
+            ",
+        );
+    }
+
+    #[test]
+    fn a_destination_read_again_later_is_copied_first() {
+        let input = r#"
+            func.func @main(%x: tensor<8xf32>, %u: tensor<2xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+              %e = tensor.empty() : tensor<8xf32>
+              %a = linalg.exp ins(%x : tensor<8xf32>) outs(%e : tensor<8xf32>) -> tensor<8xf32>
+              %b = tensor.insert_slice %u into %a[0] [2] [1] : tensor<2xf32> into tensor<8xf32>
+              return %a, %b : tensor<8xf32>, tensor<8xf32>
+            }
+        "#;
+        check(
+            input,
+            "
+            0: %arg0 bytes=32 arg
+            1: %arg1 bytes=8 arg
+            2: exp_2 bytes=32 cost=8 out preds=[0]
+            3: insert_slice_3 bytes=32 cost=8 out preds=[1, 2]
+            ",
+        );
+        with_import(input, &ImportOptions::default(), |imported, text| {
+            assert!(text.contains("bufferization.alloc_tensor() copy(%1) : tensor<8xf32>"), "{text}");
+            let ops: Vec<String> = imported.groups[3].iter().map(|&op| crate::ir::op_name(op)).collect();
+            assert_eq!(ops, ["bufferization.alloc_tensor", "tensor.insert_slice"]);
+        });
+    }
+
+    #[test]
+    fn private_calls_are_inlined_once_per_call_site() {
+        let input = r#"
+            func.func public @main(%x: tensor<16xf32>) -> tensor<16xf32> {
+              %h = "stablehlo.exponential"(%x) : (tensor<16xf32>) -> tensor<16xf32>
+              %r = func.call @relu(%h) : (tensor<16xf32>) -> tensor<16xf32>
+              %s = func.call @relu(%r) : (tensor<16xf32>) -> tensor<16xf32>
+              return %s : tensor<16xf32>
+            }
+            func.func private @relu(%y: tensor<16xf32>) -> tensor<16xf32> {
+              %zero = "stablehlo.constant"() <{value = dense<0.0> : tensor<16xf32>}> : () -> tensor<16xf32>
+              %m = "stablehlo.maximum"(%y, %zero) : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+              return %m : tensor<16xf32>
+            }
+        "#;
+        check(
+            input,
+            "
+            0: %arg0 bytes=64 arg
+            1: exponential_1 bytes=64 cost=16 preds=[0]
+            2: constant_2 bytes=0 cost=0 preds=[]
+            3: maximum_3 bytes=64 cost=16 preds=[1, 2]
+            4: constant_4 bytes=0 cost=0 preds=[]
+            5: maximum_5 bytes=64 cost=16 out preds=[3, 4]
+            ",
+        );
+        with_import(input, &ImportOptions::default(), |imported, text| {
+            assert!(!text.contains("func.call"), "{text}");
+            assert!(text.contains("func.func private @relu"), "the callee stays: {text}");
+            // Inlined ops keep the call site as their location.
+            let location = |n: u32| imported.graph.node(remat_graph::NodeId(n)).location.clone().unwrap();
+            assert!(location(3).ends_with(":4:20"), "{}", location(3));
+            assert!(location(5).ends_with(":5:20"), "{}", location(5));
+        });
+    }
+
+    #[test]
+    fn optimization_barriers_dissolve_into_their_operands() {
+        check(
+            r#"
+            func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+              %a = "stablehlo.exponential"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+              %b:2 = "stablehlo.optimization_barrier"(%a, %x) : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+              %c = "stablehlo.add"(%b#0, %b#1) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+              return %c : tensor<4xf32>
+            }
+            "#,
+            "
+            0: %arg0 bytes=16 arg
+            1: exponential_1 bytes=16 cost=4 preds=[0]
+            2: add_2 bytes=16 cost=4 out preds=[0, 1]
+            ",
+        );
+    }
+
+    #[test]
+    fn a_loop_kept_whole_owns_only_the_results_its_body_changes() {
+        let input = r#"
+            func.func @main(%n: tensor<i32>, %x: tensor<4xf32>, %w: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+              %r:3 = "stablehlo.while"(%n, %x, %w) ({
+              ^bb0(%a: tensor<i32>, %b: tensor<4xf32>, %c: tensor<4xf32>):
+                %p = "stablehlo.compare"(%a, %n) <{comparison_direction = #stablehlo<comparison_direction LT>}> : (tensor<i32>, tensor<i32>) -> tensor<i1>
+                "stablehlo.return"(%p) : (tensor<i1>) -> ()
+              }, {
+              ^bb0(%a: tensor<i32>, %b: tensor<4xf32>, %c: tensor<4xf32>):
+                %y = "stablehlo.multiply"(%b, %c) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+                "stablehlo.return"(%a, %y, %c) : (tensor<i32>, tensor<4xf32>, tensor<4xf32>) -> ()
+              }) : (tensor<i32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<i32>, tensor<4xf32>, tensor<4xf32>)
+              return %r#1, %r#2 : tensor<4xf32>, tensor<4xf32>
+            }
+        "#;
+        // Results 0 and 2 come back unchanged: the loop owns only result 1's 16 bytes, and
+        // `return %r#2` is `return %w`. Cost: 9 result elements × 2 body ops.
+        with_import(input, &ImportOptions::default(), |imported, _| {
+            assert_eq!(
+                graph_text(&imported.graph),
+                lines(
+                    "
+                    0: %arg0 bytes=4 arg
+                    1: %arg1 bytes=16 arg
+                    2: %arg2 bytes=16 arg out
+                    3: while_3 bytes=16 cost=18 out preds=[0, 1, 2]
+                    "
+                )
+            );
+            // %n is an argument: the trip count is unknown until the step runs.
+            let warnings: Vec<&str> = imported.warnings.iter().map(|w| w.message.as_str()).collect();
+            assert_eq!(warnings.len(), 1, "{warnings:?}");
+            assert!(
+                warnings[0].starts_with(
+                    "loop kept as one node (its trip count depends on values known only when the step runs)"
+                ),
+                "{warnings:?}"
+            );
+            assert!(imported.warnings[0].location.as_deref().is_some_and(|l| l.ends_with(":3:22")));
+        });
+    }
+
+    #[test]
+    fn dynamic_shapes_are_errors_that_name_the_value() {
+        assert_eq!(
+            import_error(
+                "func.func @main(%x: tensor<?xf32>) -> tensor<?xf32> {\n  return %x : tensor<?xf32>\n}\n",
+                None
+            ),
+            (
+                "1:1".to_string(),
+                "argument #0 has a dynamic shape (tensor<?xf32>); remat-opt needs static shapes to size buffers"
+                    .to_string()
+            )
+        );
+        assert_eq!(
+            import_error(
+                "func.func @main(%x: tensor<4xf32>) -> tensor<?xf32> {\n  \
+                 %d = tensor.cast %x : tensor<4xf32> to tensor<?xf32>\n  return %d : tensor<?xf32>\n}\n",
+                None
+            ),
+            (
+                "2:8".to_string(),
+                "result #0 of 'tensor.cast' has a dynamic shape (tensor<?xf32>); \
+                 remat-opt needs static shapes to size buffers"
+                    .to_string()
+            )
+        );
+        assert_eq!(
+            import_error("func.func @main(%x: tensor<*xf32>) {\n  return\n}\n", None),
+            ("1:1".to_string(), "argument #0 is an unranked tensor; remat-opt needs static shapes".to_string())
+        );
+    }
+
+    #[test]
+    fn the_function_to_plan_is_chosen_or_named() {
+        let two = "func.func @a() {\n  return\n}\nfunc.func @b() {\n  return\n}\n";
+        assert_eq!(import_error(two, None).1, "several public functions (a, b); choose one with --function=NAME");
+        assert_eq!(import_error(two, Some("c")).1, "no function named 'c' in the module");
+        let context = RematContext::new();
+        let module = context.parse(two, "import.mlir").unwrap();
+        assert_eq!(crate::select_function_name(&module, Some("b")).unwrap(), "b");
+        let with_main = "func.func @a() {\n  return\n}\nfunc.func @main() {\n  return\n}\n\
+                         func.func private @c() {\n  return\n}\n";
+        let module = context.parse(with_main, "import.mlir").unwrap();
+        assert_eq!(crate::select_function_name(&module, None).unwrap(), "main");
+        assert_eq!(
+            import_error("func.func private @p() {\n  return\n}\n", None).1,
+            "the module has no public function with a body to plan"
+        );
+        assert_eq!(
+            import_error("func.func @main() {\n  cf.br ^bb1\n^bb1:\n  return\n}\n", None),
+            (
+                "1:1".to_string(),
+                "functions with more than one block are not supported; \
+                 remat-opt plans straight-line training steps"
+                    .to_string()
+            )
+        );
+    }
+}

@@ -9,6 +9,8 @@ mod import;
 pub mod ir;
 mod ops;
 mod rewrite;
+#[cfg(test)]
+mod testing;
 mod unroll;
 
 pub use import::{ImportOptions, ImportedFunction, DEFAULT_UNROLL_LIMIT};

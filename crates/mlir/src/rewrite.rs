@@ -144,3 +144,281 @@ fn copy_to_memory_space(value: Val, space: i64, body: mlir_sys::MlirBlock, termi
     ir::insert_before(body, terminator, op);
     ir::results(op)[0]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{lines, MEMORY_MODEL_EXAMPLE};
+    use crate::{import, ImportOptions, RematContext};
+    use remat_graph::{simulate, ScheduleErrorKind};
+
+    /// The function body as one line per op: `#i name(operands)`, an operand being `%argK`
+    /// or `#j` (the op at position j), then `captures(…)` for top-level values that ops nested
+    /// in its regions read, then `recompute` and the `memory_space` when the op has them.
+    fn body_text(imported: &ImportedFunction) -> Vec<String> {
+        let ops = ir::block_ops(imported.body);
+        let arguments = ir::block_arguments(imported.body);
+        let name_of = |v: Val| -> Option<String> {
+            if let Some(k) = arguments.iter().position(|&a| ir::same_value(a, v)) {
+                return Some(format!("%arg{k}"));
+            }
+            let (op, result) = ir::defining_op(v)?;
+            let i = ops.iter().position(|&o| ir::same_op(o, op))?;
+            Some(if result == 0 { format!("#{i}") } else { format!("#{i}.{result}") })
+        };
+        ops.iter()
+            .enumerate()
+            .map(|(i, &op)| {
+                let operands: Vec<String> =
+                    ir::operands(op).into_iter().map(|v| name_of(v).unwrap_or_else(|| "?".into())).collect();
+                let mut line = format!("#{i} {}({})", ir::op_name(op), operands.join(", "));
+                let captures: Vec<String> =
+                    ir::nested_ops(op).into_iter().flat_map(ir::operands).filter_map(name_of).collect();
+                if !captures.is_empty() {
+                    line.push_str(&format!(" captures({})", captures.join(", ")));
+                }
+                if ir::attribute(op, RECOMPUTE_ATTRIBUTE).is_some() {
+                    line.push_str(" recompute");
+                }
+                if let Some(space) = ir::attribute(op, "memory_space") {
+                    line.push_str(&format!(" memory_space={}", ir::attribute_text(space)));
+                }
+                line
+            })
+            .collect()
+    }
+
+    /// Imports `input`, materializes `schedule` (node ids) with `transfers`, checks that the
+    /// module verifies and that its body reads `expected`; returns the stats and the module.
+    fn check(input: &str, schedule: &[u32], transfers: &[Transfer], expected: &str) -> (RewriteStats, String) {
+        let context = RematContext::new();
+        let module = context.parse(input, "rewrite.mlir").unwrap_or_else(|e| panic!("{e:?}\n{input}"));
+        let imported = import(&module, None, &ImportOptions::default()).unwrap();
+        let schedule: Vec<NodeId> = schedule.iter().map(|&n| NodeId(n)).collect();
+        let stats = apply_plan(&imported, &schedule, transfers).unwrap_or_else(|e| panic!("{e}"));
+        let text = module.as_operation().to_string();
+        context.verify(&module).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+        assert_eq!(body_text(&imported), lines(expected), "\n{text}");
+        (stats, text)
+    }
+
+    const CHAIN: &str = r#"
+        func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+          %a = "stablehlo.exponential"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+          %b = "stablehlo.negate"(%a) : (tensor<4xf32>) -> tensor<4xf32>
+          %c = "stablehlo.add"(%a, %b) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+          return %c : tensor<4xf32>
+        }
+    "#;
+
+    #[test]
+    fn the_input_order_leaves_the_body_as_it_was() {
+        let (stats, _) = check(
+            CHAIN,
+            &[1, 2, 3],
+            &[],
+            "
+            #0 stablehlo.exponential(%arg0)
+            #1 stablehlo.negate(#0)
+            #2 stablehlo.add(#0, #1)
+            #3 func.return(#2)
+            ",
+        );
+        assert_eq!(stats, RewriteStats { moved_ops: 3, cloned_ops: 0, copies: 0 });
+    }
+
+    #[test]
+    fn a_recomputation_is_a_marked_clone_before_its_use_and_the_use_reads_it() {
+        let (stats, text) = check(
+            CHAIN,
+            &[1, 2, 1, 3],
+            &[],
+            "
+            #0 stablehlo.exponential(%arg0)
+            #1 stablehlo.negate(#0)
+            #2 stablehlo.exponential(%arg0) recompute
+            #3 stablehlo.add(#2, #1)
+            #4 func.return(#3)
+            ",
+        );
+        assert_eq!(stats, RewriteStats { moved_ops: 3, cloned_ops: 1, copies: 0 });
+        assert!(
+            text.contains(
+                r#"%2 = "stablehlo.exponential"(%arg0) {remat.recompute} : (tensor<4xf32>) -> tensor<4xf32>"#
+            ),
+            "{text}"
+        );
+        // Imported again, the rewritten body's own order is the plan: same peak, same cost.
+        let context = RematContext::new();
+        let original = context.parse(CHAIN, "chain.mlir").unwrap();
+        let imported = import(&original, None, &ImportOptions::default()).unwrap();
+        let planned = simulate(&imported.graph, &[NodeId(1), NodeId(2), NodeId(1), NodeId(3)]).unwrap();
+        let again = context.parse(&text, "rewritten.mlir").unwrap();
+        let reimported = import(&again, None, &ImportOptions::default()).unwrap();
+        let names: Vec<&str> = reimported.graph.nodes().iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["%arg0", "exponential_1", "negate_2", "exponential_3", "add_4"]);
+        let measured = simulate(&reimported.graph, &reimported.order).unwrap();
+        assert_eq!((measured.peak_bytes, measured.cost), (planned.peak_bytes, planned.cost));
+        assert_eq!(planned.recomputations, 1);
+    }
+
+    #[test]
+    fn first_executions_move_to_their_planned_position() {
+        let input = r#"
+            func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+              %a = "stablehlo.exponential"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+              %b = "stablehlo.negate"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+              %c = "stablehlo.sine"(%a) : (tensor<4xf32>) -> tensor<4xf32>
+              return %b, %c : tensor<4xf32>, tensor<4xf32>
+            }
+        "#;
+        let (stats, _) = check(
+            input,
+            &[1, 3, 2],
+            &[],
+            "
+            #0 stablehlo.exponential(%arg0)
+            #1 stablehlo.sine(#0)
+            #2 stablehlo.negate(%arg0)
+            #3 func.return(#2, #1)
+            ",
+        );
+        assert_eq!(stats, RewriteStats { moved_ops: 3, cloned_ops: 0, copies: 0 });
+    }
+
+    #[test]
+    fn a_node_is_cloned_with_its_init_ops_and_views_read_the_clone() {
+        // docs/memory-model.md's example: recompute matmul_3 (empty + fill + matmul) and its
+        // view collapse_shape_4 right before exp_5.
+        let input = MEMORY_MODEL_EXAMPLE;
+        let (stats, text) = check(
+            input,
+            &[2, 3, 4, 3, 4, 5],
+            &[],
+            "
+            #0 arith.constant()
+            #1 tensor.empty()
+            #2 linalg.fill(#0, #1)
+            #3 linalg.matmul(%arg0, %arg1, #2)
+            #4 tensor.collapse_shape(#3)
+            #5 tensor.empty()
+            #6 linalg.fill(#0, #5)
+            #7 linalg.matmul(%arg0, %arg1, #6) recompute
+            #8 tensor.collapse_shape(#7) recompute
+            #9 tensor.empty()
+            #10 linalg.exp(#8, #9)
+            #11 func.return(#10)
+            ",
+        );
+        assert_eq!(stats, RewriteStats { moved_ops: 7, cloned_ops: 4, copies: 0 });
+        assert_eq!(text.matches(RECOMPUTE_ATTRIBUTE).count(), 2, "{text}");
+    }
+
+    #[test]
+    fn operands_nested_in_regions_read_the_latest_execution() {
+        let input = r#"
+            #id = affine_map<(d0) -> (d0)>
+            func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+              %a = "stablehlo.exponential"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+              %b = "stablehlo.negate"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+              %e = tensor.empty() : tensor<4xf32>
+              %r = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel"]} outs(%e : tensor<4xf32>) {
+              ^bb0(%o: f32):
+                %i = linalg.index 0 : index
+                %v = tensor.extract %a[%i] : tensor<4xf32>
+                %u = tensor.extract %b[%i] : tensor<4xf32>
+                %s = arith.addf %v, %u : f32
+                linalg.yield %s : f32
+              } -> tensor<4xf32>
+              return %r : tensor<4xf32>
+            }
+        "#;
+        let (stats, _) = check(
+            input,
+            &[1, 2, 1, 3],
+            &[],
+            "
+            #0 stablehlo.exponential(%arg0)
+            #1 stablehlo.negate(%arg0)
+            #2 stablehlo.exponential(%arg0) recompute
+            #3 tensor.empty()
+            #4 linalg.generic(#3) captures(#2, #1)
+            #5 func.return(#4)
+            ",
+        );
+        assert_eq!(stats, RewriteStats { moved_ops: 4, cloned_ops: 1, copies: 0 });
+    }
+
+    #[test]
+    fn a_recomputed_output_is_returned_from_its_latest_execution() {
+        let input = r#"
+            func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+              %a = "stablehlo.exponential"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+              %b = "stablehlo.negate"(%a) : (tensor<4xf32>) -> tensor<4xf32>
+              return %a, %b : tensor<4xf32>, tensor<4xf32>
+            }
+        "#;
+        check(
+            input,
+            &[1, 2, 1],
+            &[],
+            "
+            #0 stablehlo.exponential(%arg0)
+            #1 stablehlo.negate(#0)
+            #2 stablehlo.exponential(%arg0) recompute
+            #3 func.return(#2, #1)
+            ",
+        );
+    }
+
+    #[test]
+    fn transfers_copy_to_the_host_and_back_before_the_next_use() {
+        let input = r#"
+            func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+              %a = "stablehlo.exponential"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+              %b = "stablehlo.negate"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+              %c = "stablehlo.multiply"(%b, %b) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+              %d = "stablehlo.add"(%a, %c) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+              return %d : tensor<4xf32>
+            }
+        "#;
+        let (stats, _) = check(
+            input,
+            &[1, 2, 3, 4],
+            &[Transfer { instance: 0, offload_after: 0, prefetch_before: 3 }],
+            "
+            #0 stablehlo.exponential(%arg0)
+            #1 bufferization.alloc_tensor(#0) memory_space=1 : i64
+            #2 stablehlo.negate(%arg0)
+            #3 stablehlo.multiply(#2, #2)
+            #4 bufferization.alloc_tensor(#1) memory_space=0 : i64
+            #5 stablehlo.add(#4, #3)
+            #6 func.return(#5)
+            ",
+        );
+        assert_eq!(stats, RewriteStats { moved_ops: 4, cloned_ops: 0, copies: 2 });
+    }
+
+    #[test]
+    fn invalid_schedules_are_rejected_before_anything_moves() {
+        let context = RematContext::new();
+        let input = r#"
+            func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+              %a = "stablehlo.custom_call"(%x) <{call_target_name = "f"}> : (tensor<4xf32>) -> tensor<4xf32>
+              %b = "stablehlo.negate"(%a) : (tensor<4xf32>) -> tensor<4xf32>
+              return %b : tensor<4xf32>
+            }
+        "#;
+        let module = context.parse(input, "rewrite.mlir").unwrap();
+        let before = module.as_operation().to_string();
+        let imported = import(&module, None, &ImportOptions::default()).unwrap();
+        let e = apply_schedule(&imported, &[NodeId(2), NodeId(1)]).unwrap_err();
+        assert_eq!((e.kind, e.step, e.node), (ScheduleErrorKind::InputNotComputed(NodeId(1)), Some(0), NodeId(2)));
+        let e = apply_schedule(&imported, &[NodeId(1), NodeId(1), NodeId(2)]).unwrap_err();
+        assert_eq!((e.kind, e.step, e.node), (ScheduleErrorKind::ImpureRepeated, Some(1), NodeId(1)));
+        let e = apply_schedule(&imported, &[NodeId(1)]).unwrap_err();
+        assert_eq!(e.kind, ScheduleErrorKind::NeverExecuted);
+        assert_eq!(e.node, NodeId(2));
+        assert_eq!(module.as_operation().to_string(), before);
+    }
+}

@@ -25,7 +25,7 @@
 //!
 //! ## On a training step
 //!
-//! The paper's graph is the forward pass, tensors as vertices. [`ForwardPart::of`] takes the
+//! The paper's graph is the forward pass, tensors as vertices. [`ForwardPart::of`](crate::step::ForwardPart::of) takes the
 //! nodes marked `backward: false` in graph JSON, or else the loss — the smallest output (the
 //! scalar a training step returns) — and everything it depends on. Arguments are resident and
 //! never vertices; a virtual source and sink (cost 0) join the forward pass's sources and sinks,
@@ -48,7 +48,8 @@
 //! the input order — is simulated, and [`choose_candidate`](crate::choose_candidate) picks the
 //! lowest peak, or the cheapest plan within a budget.
 
-use crate::division::{meet, Division, DivisionTree, TwoTerminalDag};
+use crate::division::{immediate_dominators, meet, Division, DivisionTree, TwoTerminalDag};
+use crate::step::{stored_bytes, ForwardPart};
 use crate::{choose_candidate, PlanError, PlanRequest, Planner};
 use remat_graph::{Graph, NodeId, Schedule};
 
@@ -89,55 +90,6 @@ impl Planner for AcgRemat {
             }
         }
         choose_candidate(graph, "acg", candidates, request.budget, request.options)
-    }
-}
-
-/// The forward part of a training step.
-#[derive(Clone, Debug)]
-pub struct ForwardPart {
-    /// Forward nodes in program order.
-    pub nodes: Vec<NodeId>,
-    /// Per node index: in the forward part.
-    pub contains: Vec<bool>,
-}
-
-impl ForwardPart {
-    /// The nodes marked `backward: false` when any node is marked backward (less any that read
-    /// a backward node); otherwise the loss — the smallest output, the earliest in `order` on
-    /// ties — and every non-argument node it depends on.
-    pub fn of(graph: &Graph, order: &[NodeId]) -> ForwardPart {
-        let mut contains = vec![false; graph.len()];
-        if graph.nodes().iter().any(|n| n.backward) {
-            for &v in order {
-                let node = graph.node(v);
-                contains[v.index()] =
-                    !node.backward && graph.preds(v).iter().all(|&p| graph.node(p).argument || contains[p.index()]);
-            }
-        } else if let Some(loss) =
-            order.iter().copied().filter(|&v| graph.node(v).output).min_by_key(|&v| graph.node(v).bytes)
-        {
-            contains[loss.index()] = true;
-            for &v in order.iter().rev() {
-                if contains[v.index()] {
-                    for &p in graph.preds(v) {
-                        contains[p.index()] = !graph.node(p).argument;
-                    }
-                }
-            }
-        }
-        let nodes = order.iter().copied().filter(|v| contains[v.index()]).collect();
-        ForwardPart { nodes, contains }
-    }
-}
-
-/// The bytes that storing `v` keeps resident: a view keeps its storage root (nothing when
-/// that is an argument, resident anyway).
-pub fn stored_bytes(graph: &Graph, v: NodeId) -> u64 {
-    let root = graph.node(graph.storage_root(v));
-    if root.argument {
-        0
-    } else {
-        root.bytes
     }
 }
 
@@ -220,28 +172,21 @@ impl ReforwardProblem {
         // Dominators and post-dominators of the core (program order is topological); the
         // virtual source is index n, the virtual sink n + 1.
         let (source, sink) = (n as u32, n as u32 + 1);
-        let mut idom = vec![u32::MAX; n + 2];
-        let mut rank: Vec<i64> = (0..n as i64).chain([-1, n as i64]).collect();
-        rank[n] = -1;
-        for i in 0..n {
-            if core(i as u32) {
-                let mut d = u32::MAX;
-                for &p in preds[i].iter().filter(|&&p| core(p)) {
-                    d = if d == u32::MAX { p } else { meet(&idom, d, p, |a, b| rank[a as usize] > rank[b as usize]) };
-                }
-                idom[i] = if d == u32::MAX { source } else { d };
+        let rank: Vec<i64> = (0..n as i64).chain([-1, n as i64]).collect();
+        // The core's edges, with the virtual terminals before its entries and after its exits.
+        let mut core_edges: Vec<(u32, u32)> = Vec::new();
+        for i in (0..n as u32).filter(|&i| core(i)) {
+            let core_preds: Vec<u32> = preds[i as usize].iter().copied().filter(|&p| core(p)).collect();
+            if core_preds.is_empty() {
+                core_edges.push((source, i));
+            }
+            core_edges.extend(core_preds.into_iter().map(|p| (p, i)));
+            if succs[i as usize].iter().all(|&q| !core(q)) {
+                core_edges.push((i, sink));
             }
         }
-        let mut ipdom = vec![u32::MAX; n + 2];
-        for i in (0..n).rev() {
-            if core(i as u32) {
-                let mut d = u32::MAX;
-                for &q in succs[i].iter().filter(|&&q| core(q)) {
-                    d = if d == u32::MAX { q } else { meet(&ipdom, d, q, |a, b| rank[a as usize] < rank[b as usize]) };
-                }
-                ipdom[i] = if d == u32::MAX { sink } else { d };
-            }
-        }
+        let idom = immediate_dominators(n + 2, core_edges.iter().copied(), source);
+        let ipdom = immediate_dominators(n + 2, core_edges.iter().map(|&(u, w)| (w, u)), sink);
         let mut edges: Vec<(u32, u32)> = Vec::new();
         for i in 0..n {
             let x = i as u32;

@@ -133,6 +133,9 @@ impl Planner for AutoRemat {
     fn name(&self) -> &'static str {
         "auto"
     }
+    fn solves_milp(&self) -> bool {
+        true
+    }
     fn summary(&self) -> &'static str {
         "the best plan of every other strategy within --auto-time-limit"
     }
@@ -202,8 +205,9 @@ pub(crate) fn smallest_feasible_budget(
 ) -> Option<u64> {
     comparison
         .iter()
-        .filter(|c| c.peak_bytes.is_some() && c.strategy != "ilp")
+        .filter(|c| c.peak_bytes.is_some())
         .filter_map(|c| strategy(c.strategy))
+        .filter(|planner| !planner.solves_milp())
         .filter_map(|planner| crate::smallest_feasible_budget(planner, graph, order, options))
         .min()
 }

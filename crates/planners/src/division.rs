@@ -323,28 +323,10 @@ impl Reducer {
     fn contract_rigid(&mut self) -> bool {
         let live: Vec<u32> = (0..self.n as u32).filter(|&v| self.alive[v as usize]).collect();
         let (sink, n) = (self.n as u32 - 1, self.n);
-        // Immediate dominators (toward the source) and post-dominators (toward the sink). In a
-        // topological numbering a dominator has a smaller number, so one pass in order is exact.
-        let mut idom = vec![NONE; n];
-        idom[0] = 0;
-        for &v in &live[1..] {
-            let mut d = NONE;
-            for &e in &self.ins[v as usize] {
-                let p = self.edges[e as usize].0;
-                d = if d == NONE { p } else { meet(&idom, d, p, |a, b| a > b) };
-            }
-            idom[v as usize] = d;
-        }
-        let mut ipdom = vec![NONE; n];
-        ipdom[sink as usize] = sink;
-        for &v in live[..live.len() - 1].iter().rev() {
-            let mut d = NONE;
-            for &e in &self.outs[v as usize] {
-                let s = self.edges[e as usize].1;
-                d = if d == NONE { s } else { meet(&ipdom, d, s, |a, b| a < b) };
-            }
-            ipdom[v as usize] = d;
-        }
+        // Immediate dominators (toward the source) and post-dominators (toward the sink).
+        let live_edges = || self.edges.iter().filter(|e| e.0 != NONE).map(|&(u, w, _)| (u, w));
+        let idom = immediate_dominators(n, live_edges(), 0);
+        let ipdom = immediate_dominators(n, live_edges().map(|(u, w)| (w, u)), sink);
         let dom = EulerTour::new(&idom, &live, 0);
         let pdom = EulerTour::new(&ipdom, &live, sink);
 
@@ -467,6 +449,30 @@ impl Reducer {
         let root = nodes.len() - 1;
         DivisionTree { nodes, root }
     }
+}
+
+/// Immediate dominators of the directed graph on vertices `0..n` with `edges`, from `root`:
+/// `parent[v]` is `v`'s immediate dominator, `parent[root] == root`, and vertices `root` does not
+/// reach get `u32::MAX`. Post-dominators are the dominators of the reversed edges from the sink.
+/// petgraph's Cooper–Harvey–Kennedy algorithm
+/// ([`simple_fast`](petgraph::algo::dominators::simple_fast)), near-linear on DAGs.
+pub(crate) fn immediate_dominators(n: usize, edges: impl IntoIterator<Item = (u32, u32)>, root: u32) -> Vec<u32> {
+    use petgraph::graph::{DiGraph, NodeIndex};
+    let mut graph = DiGraph::<(), (), u32>::with_capacity(n, n);
+    for _ in 0..n {
+        graph.add_node(());
+    }
+    for (u, w) in edges {
+        graph.add_edge(NodeIndex::new(u as usize), NodeIndex::new(w as usize), ());
+    }
+    let dominators = petgraph::algo::dominators::simple_fast(&graph, NodeIndex::new(root as usize));
+    (0..n)
+        .map(|v| match dominators.immediate_dominator(NodeIndex::new(v)) {
+            Some(d) => d.index() as u32,
+            None if v == root as usize => root,
+            None => u32::MAX,
+        })
+        .collect()
 }
 
 /// The nearest common ancestor of `a` and `b` in a dominator tree given by `parent`, where

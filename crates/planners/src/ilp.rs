@@ -207,6 +207,9 @@ impl Planner for IlpRemat {
     fn name(&self) -> &'static str {
         "ilp"
     }
+    fn solves_milp(&self) -> bool {
+        true
+    }
     fn summary(&self) -> &'static str {
         "optimal plan from the Checkmate MILP (HiGHS); order-free by default, --ilp-order=fixed for Checkmate's stages"
     }

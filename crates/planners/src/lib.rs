@@ -23,6 +23,7 @@ pub mod pathdec;
 pub mod pathwidth;
 mod plan;
 pub mod polish;
+pub mod step;
 pub mod sweep;
 pub mod treedec;
 pub mod treewidth;
@@ -89,6 +90,12 @@ pub trait Planner: Sync {
     fn name(&self) -> &'static str;
     /// One line for `--help`.
     fn summary(&self) -> &'static str;
+    /// Whether the strategy solves MILPs (itself, or through a strategy it runs): slow beyond
+    /// small graphs, so bisections for the smallest feasible budget and the property tests over
+    /// every strategy leave it out.
+    fn solves_milp(&self) -> bool {
+        false
+    }
     /// Plans a schedule. It must be valid for `request.graph`; it may exceed the budget when
     /// the strategy cannot meet it (the caller measures and reports that).
     fn plan(&self, request: &PlanRequest<'_>) -> Result<Schedule, PlanError>;

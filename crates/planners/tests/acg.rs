@@ -6,8 +6,9 @@ use proptest::prelude::*;
 use remat_graph::random::RandomDag;
 use remat_graph::random::SplitMix64;
 use remat_graph::simulate;
-use remat_planners::acg::{lcg_optimum, ForwardPart, ReforwardProblem, Solver};
+use remat_planners::acg::{lcg_optimum, ReforwardProblem, Solver};
 use remat_planners::division::{Division, DivisionTree, TwoTerminalDag};
+use remat_planners::step::ForwardPart;
 use std::collections::BTreeSet;
 
 /// Eqn. 1 for a chain with the endpoints and `inner` (a bit mask over positions 1..n-1) stored.

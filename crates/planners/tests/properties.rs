@@ -11,10 +11,10 @@ use remat_planners::treedec::{EliminationHeuristic, SeparatorHierarchy, TreeDeco
 use remat_planners::treewidth::tw_schedule;
 use remat_planners::{PlanRequest, Planner, PlannerOptions, STRATEGIES};
 
-/// Every strategy but the ILP and auto (which runs it): those solve MILPs, and have their own,
-/// smaller property tests in `ilp.rs`.
+/// Every strategy that solves no MILP: the ILP and auto have their own, smaller property tests
+/// in `ilp.rs`.
 fn heuristics() -> impl Iterator<Item = &'static dyn Planner> {
-    STRATEGIES.iter().copied().filter(|p| !matches!(p.name(), "ilp" | "auto"))
+    STRATEGIES.iter().copied().filter(|p| !p.solves_milp())
 }
 
 proptest! {
@@ -35,10 +35,12 @@ proptest! {
             let sim = simulate(&g, &schedule);
             prop_assert!(sim.is_ok(), "{} returned an invalid schedule: {:?}", planner.name(), sim);
             let sim = sim.unwrap();
-            prop_assert!(sim.peak_bytes >= lower_bound(&g));
+                        prop_assert!(sim.peak_bytes >= lower_bound(&g));
             if budget >= baseline {
                 prop_assert!(sim.peak_bytes <= budget, "{} exceeded a budget the input order meets", planner.name());
             }
+            // Below it, what a planner meets is a matter of how good it is:
+            // `heuristics_meet_budgets_below_the_input_order` holds each to a floor.
         }
     }
 
@@ -54,6 +56,13 @@ proptest! {
         for heuristic in Heuristic::ALL {
             for dealloc in Dealloc::ALL {
                 let options = DtrOptions { heuristic, dealloc, seed };
+                // Room for every value at once: nothing is ever evicted, so every simulation runs.
+                // (At the input order's own peak it need not: a banished storage stays until its
+                // evicted dependents come back, and `ignore` keeps what the program drops.)
+                let room: u64 = g.nodes().iter().filter(|n| !n.argument).map(|n| n.bytes).sum();
+                prop_assert!(simulate_dtr(&g, &order, room.max(baseline), &options).is_ok(), "{heuristic:?}/{dealloc:?} failed with room for everything");
+                // Out of memory is an answer (the deterministic test below counts how often);
+                // a schedule must be valid and within the budget.
                 let Ok((schedule, stats)) = simulate_dtr(&g, &order, budget, &options) else { continue };
                 let sim = simulate(&g, &schedule);
                 prop_assert!(sim.is_ok(), "{heuristic:?}/{dealloc:?}: invalid schedule {:?}", sim);
@@ -252,5 +261,74 @@ proptest! {
         prop_assert!(simulate(&g, &schedule).is_ok());
         let once = problem.schedule(&g, problem.bags.len() + 1, usize::MAX).unwrap();
         prop_assert_eq!(once.len(), g.op_count());
+    }
+}
+
+/// Below the input order's peak, each heuristic meets the budget on a share of seeded random
+/// steps at 90 % of it — a planner that returned the input order would meet none. The floors are
+/// about half of what each strategy met when this test was written (greedy 217, dtr 205,
+/// treewidth 123, pathwidth 50, acg 42, chain 23 of the 273 steps whose lower bound allows
+/// 90 %); chain and pathwidth are built for chains and narrow graphs, and meet fewer of these
+/// random DAGs. A strategy not listed must meet at least one.
+#[test]
+fn heuristics_meet_budgets_below_the_input_order() {
+    const FLOORS: &[(&str, usize)] =
+        &[("none", 0), ("greedy", 100), ("dtr", 100), ("treewidth", 60), ("pathwidth", 25), ("acg", 20), ("chain", 10)];
+    let mut eligible = 0;
+    let mut met = vec![0usize; STRATEGIES.len()];
+    for seed in 0..300u64 {
+        let g = RandomDag { ops: 10 + (seed as usize % 30), ..RandomDag::default() }.generate(seed);
+        let order = g.topological_schedule();
+        let budget = simulate(&g, &order).unwrap().peak_bytes * 90 / 100;
+        if budget < lower_bound(&g) {
+            continue;
+        }
+        eligible += 1;
+        for (i, planner) in STRATEGIES.iter().enumerate().filter(|(_, p)| !p.solves_milp()) {
+            if remat_planners::plan_within_budget(*planner, &g, &order, Some(budget), &PlannerOptions::default())
+                .is_ok()
+            {
+                met[i] += 1;
+            }
+        }
+    }
+    assert_eq!(eligible, 273, "the seeded steps are what the floors were measured on");
+    for (planner, &count) in STRATEGIES.iter().zip(&met).filter(|(p, _)| !p.solves_milp()) {
+        let floor = FLOORS.iter().find(|(name, _)| *name == planner.name()).map_or(1, |f| f.1);
+        assert!(
+            count >= floor,
+            "{} met {count} of {eligible} budgets at 90 %, below its floor of {floor}",
+            planner.name()
+        );
+    }
+}
+
+/// How often DTR runs at the input order's own peak, on seeded random steps: with eager
+/// eviction (the paper's default) nearly always, so the schedule checks of
+/// `dtr_schedules_fit_the_budget_they_simulated` run on most of its cases. Floors are below
+/// what each combination met when this was written.
+#[test]
+fn dtr_runs_at_the_input_orders_peak_on_most_steps() {
+    let mut met = vec![[0usize; 3]; Heuristic::ALL.len()];
+    for seed in 0..200u64 {
+        let g = RandomDag { ops: 1 + (seed as usize % 40), ..RandomDag::default() }.generate(seed);
+        let order = g.topological_schedule();
+        let baseline = simulate(&g, &order).unwrap().peak_bytes;
+        for (h, &heuristic) in Heuristic::ALL.iter().enumerate() {
+            for (d, &dealloc) in Dealloc::ALL.iter().enumerate() {
+                met[h][d] +=
+                    usize::from(simulate_dtr(&g, &order, baseline, &DtrOptions { heuristic, dealloc, seed }).is_ok());
+            }
+        }
+    }
+    // Met when written: eager 192–196, banish 200, ignore 143–166 of 200 for each heuristic.
+    for (h, heuristic) in Heuristic::ALL.iter().enumerate() {
+        for (d, (dealloc, floor)) in Dealloc::ALL.iter().zip([180, 190, 120]).enumerate() {
+            assert!(
+                met[h][d] >= floor,
+                "{heuristic:?}/{dealloc:?} ran {} of 200 steps at the baseline's peak",
+                met[h][d]
+            );
+        }
     }
 }

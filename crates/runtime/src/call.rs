@@ -159,7 +159,7 @@ mod tests {
     use super::*;
     use crate::alloc::mlir_aligned_alloc;
     use crate::tensor::ElementType;
-    use remat_graph::random::SplitMix64;
+    use remat_rng::SplitMix64;
 
     /// A hand-written packed step: `f(a: memref<2x3xf32>) -> (memref<3x2xf32>, memref<f32>)`,
     /// the transpose of `a` (in a buffer it allocates, freed by the caller) and the sum of `a`

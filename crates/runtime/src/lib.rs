@@ -30,7 +30,6 @@ pub mod tensor;
 pub use alloc::{AllocationCounts, AllocationEvent};
 pub use call::{call_step, PackedEntry, StepRun};
 pub use error::RuntimeError;
-/// The generator of seeded inputs, so a runner seeds exactly like remat-run without depending
-/// on remat-graph itself.
-pub use remat_graph::random::SplitMix64;
+/// The generator of seeded inputs, so a runner seeds exactly like remat-run.
+pub use remat_rng::SplitMix64;
 pub use tensor::{compare, compare_within, ElementType, HostTensor, Mismatch, TensorSpec, ToleranceReport};

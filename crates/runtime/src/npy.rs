@@ -109,7 +109,7 @@ fn header_value<'a>(header: &'a str, key: &str) -> Result<&'a str, RuntimeError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use remat_graph::random::SplitMix64;
+    use remat_rng::SplitMix64;
 
     #[test]
     fn header_is_aligned_and_describes_the_tensor() {

@@ -1,7 +1,7 @@
 //! Host tensors: the step's inputs and outputs as bytes, with their element type and shape.
 
 use crate::error::RuntimeError;
-use remat_graph::random::SplitMix64;
+use remat_rng::SplitMix64;
 use std::fmt;
 
 /// Element types a step may take or return.

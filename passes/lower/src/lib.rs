@@ -24,6 +24,8 @@ pub mod jit;
 pub mod library;
 pub mod place_deallocs;
 pub mod stablehlo;
+#[cfg(test)]
+mod testing;
 
 pub use error::{LowerError, TensorKind};
 pub use gpu_target::{find_cuda_toolkit, gpu_pipeline, GpuFormat, GpuOptions};

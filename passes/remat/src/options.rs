@@ -255,7 +255,9 @@ pub fn options_markdown() -> String {
             crate::option_table::Flag::Switch { flag, value } => format!("`--{flag}` (`{}={value}`)", spec.name),
         };
         let value = match spec.kind {
-            OptionKind::Strategy => words(remat_planners::STRATEGIES.iter().map(|p| p.name()).collect()),
+            // Not listed here, so that a new strategy changes only its own files: `remat-opt
+            // --help` lists them, each with its summary.
+            OptionKind::Strategy => "a strategy (`remat-opt --help` lists them)".to_string(),
             OptionKind::Choice { words: choices, .. } => words(choices.to_vec()),
             kind => expected(&kind),
         };

@@ -3,7 +3,8 @@
 //! (tests/fake_cuda/step.c): loading and binding the library to the exported wrappers, the
 //! descriptors of the packed call, device/host/driver counts, strided and aliased results,
 //! `--inputs`, `--expect`, `--save-outputs`, `--json`, and a failing launch. Both are built
-//! with `cc`; the test is skipped (with a note) where there is none.
+//! with `cc` (tools/setup.sh installs one); a missing or failing C compiler fails the tests, so
+//! they never pass without having run.
 
 use remat_runtime::{npy, ElementType, HostTensor, SplitMix64, TensorSpec};
 use std::path::{Path, PathBuf};
@@ -17,26 +18,28 @@ struct Fixture {
 }
 
 impl Fixture {
-    fn build(name: &str) -> Option<Fixture> {
+    fn build(name: &str) -> Fixture {
         let dir = std::env::temp_dir().join(format!("remat-gpu-run-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
+        // Made first, so the directory is removed even when the compiler fails.
+        let fixture = Fixture { dir };
+        let dir = &fixture.dir;
         let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_cuda");
         for (source, library) in [("libcuda.c", "libcuda.so"), ("step.c", "step.so")] {
             let status = Command::new("cc")
                 .args(["-shared", "-fPIC", "-O1", "-o"])
                 .arg(dir.join(library))
                 .arg(sources.join(source))
-                .status();
-            match status {
-                Ok(s) if s.success() => {}
-                Ok(s) => panic!("cc failed on {source}: {s}"),
-                Err(e) => {
-                    eprintln!("note: skipped: cannot run cc ({e})");
-                    return None;
-                }
-            }
+                .status()
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "cannot run the C compiler `cc` to build tests/fake_cuda/{source} ({e}); \
+                         these tests need one on PATH (bash tools/setup.sh installs it)"
+                    )
+                });
+            assert!(status.success(), "cc failed on tests/fake_cuda/{source}: {status}");
         }
-        Some(Fixture { dir })
+        fixture
     }
 
     /// Runs the runner on the fake step with the fake driver first on the library path.
@@ -91,7 +94,7 @@ fn json(output: &Output) -> serde_json::Value {
 
 #[test]
 fn runs_a_step_library_and_measures_it() {
-    let Some(fixture) = Fixture::build("measure") else { return };
+    let fixture = Fixture::build("measure");
     let out = fixture.run(&["--json", "--repeat", "2", "--save-outputs", &fixture.path("out")], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let doc = json(&out);
@@ -122,7 +125,7 @@ fn runs_a_step_library_and_measures_it() {
 
 #[test]
 fn reads_inputs_and_compares_with_expected_outputs() {
-    let Some(fixture) = Fixture::build("expect") else { return };
+    let fixture = Fixture::build("expect");
     let mut a = HostTensor::zeros(spec(ElementType::F32, &[2, 3]));
     for (i, chunk) in a.bytes_mut().chunks_mut(4).enumerate() {
         chunk.copy_from_slice(&(i as f32 * 1.5 - 2.0).to_le_bytes());
@@ -181,7 +184,7 @@ fn reads_inputs_and_compares_with_expected_outputs() {
 
 #[test]
 fn a_failing_launch_fails_the_run_with_the_cuda_error() {
-    let Some(fixture) = Fixture::build("fail") else { return };
+    let fixture = Fixture::build("fail");
     let out = fixture.run(&["--repeat", "1"], &[("FAKE_CUDA_FAIL_LAUNCH", "1")]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -193,7 +196,7 @@ fn a_failing_launch_fails_the_run_with_the_cuda_error() {
 
 #[test]
 fn missing_libraries_and_devices_are_errors() {
-    let Some(fixture) = Fixture::build("missing") else { return };
+    let fixture = Fixture::build("missing");
     let out = Command::new(RUNNER)
         .arg(fixture.path("no-such-step.so"))
         .env("LD_LIBRARY_PATH", &fixture.dir)

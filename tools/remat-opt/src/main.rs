@@ -45,7 +45,7 @@ struct Cli {
     /// Input file: MLIR (linalg-on-tensors or StableHLO), graph JSON or a DTR operator log (JSON lines); `-` for stdin.
     #[arg(default_value = "-")]
     input: String,
-    /// Output file (default: stdout). Written only if everything succeeds.
+    /// Output file (default, or `-`: stdout). Written only if everything succeeds.
     #[arg(short = 'o', value_name = "OUTPUT")]
     output: Option<PathBuf>,
     /// Print a memory report (to stderr).
@@ -354,7 +354,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         write_atomically(path, report.timeline_svg().as_bytes()).map_err(|e| error(&path.display().to_string(), e))?;
     }
     let output = outputs.join("// -----\n".as_bytes());
-    match &cli.output {
+    match cli.output.as_deref().filter(|path| *path != Path::new("-")) {
         Some(path) => write_atomically(path, &output).map_err(|e| error(&path.display().to_string(), e)),
         None => std::io::stdout().write_all(&output).map_err(|e| error("<stdout>", e)),
     }

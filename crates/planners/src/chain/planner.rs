@@ -3,7 +3,7 @@
 //!
 //! # The chain view
 //!
-//! The forward part of the step (as [`crate::acg::ForwardPart`] finds it; when that is the
+//! The forward part of the step (as [`crate::step::ForwardPart`] finds it; when that is the
 //! whole step, the prefix before the input order's peak) is cut at its articulation points in
 //! program order: after forward node `c` when no forward value computed before `c` is read by
 //! a forward node after it, so that `c` is the only forward value that crosses. Values that
@@ -42,7 +42,7 @@
 
 use super::dp;
 use super::model::{Chain, ChainOp, Loss, Stage};
-use crate::acg::{stored_bytes, ForwardPart};
+use crate::step::{stored_bytes, ForwardPart};
 use crate::{FallbackCause, InvalidRequest, PlanDetails, PlanError, PlanRequest, Planner, StopReason, StrategyFacts};
 use remat_graph::{simulate, simulate_with_transfers, Graph, NodeId, Schedule, Transfer};
 
@@ -284,11 +284,7 @@ impl ChainView {
             return part;
         }
         let Some(peak) = simulate(graph, order).ok().and_then(|s| s.peak_step).filter(|&p| p > 0) else { return part };
-        let mut contains = vec![false; graph.len()];
-        for &v in &order[..peak] {
-            contains[v.index()] = true;
-        }
-        ForwardPart { nodes: order[..peak].to_vec(), contains }
+        ForwardPart::prefix(graph, order, peak)
     }
 
     /// The step schedule of a chain schedule, with its host transfers: `Offload(ℓ)` moves
