@@ -9,6 +9,9 @@
 //! comes only as static `libMLIRCAPI*.a` archives, thin wrappers over `libMLIR.so`. This script
 //! writes a linker script named `libMLIR-C.so` into OUT_DIR that pulls in those archives and
 //! `libMLIR.so`, and adds OUT_DIR to the search path of everything that links this crate.
+//!
+//! It also compiles `cpp/parse.cpp`, the one C++ function this crate needs (parsing a module
+//! under its file's name, which the C API cannot).
 
 use std::path::PathBuf;
 
@@ -42,4 +45,20 @@ fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     std::fs::write(out.join("libMLIR-C.so"), script).expect("write libMLIR-C.so");
     println!("cargo:rustc-link-search=native={}", out.display());
+
+    println!("cargo:rerun-if-changed=cpp/parse.cpp");
+    cc::Build::new()
+        .cpp(true)
+        .file("cpp/parse.cpp")
+        .include(format!("{prefix}/include"))
+        .flag("-std=c++17")
+        .flag("-fno-rtti")
+        .flag("-fno-exceptions")
+        .define("_GNU_SOURCE", None)
+        .define("_GLIBCXX_USE_CXX11_ABI", "1")
+        .define("__STDC_CONSTANT_MACROS", None)
+        .define("__STDC_FORMAT_MACROS", None)
+        .define("__STDC_LIMIT_MACROS", None)
+        .warnings(false)
+        .compile("remat_parse");
 }

@@ -76,3 +76,36 @@ func.func @scatter_add_rows(%operand: tensor<4x3xf32>, %indices: tensor<3x1xi32>
   }) : (tensor<4x3xf32>, tensor<3x1xi32>, tensor<3x3xf32>) -> tensor<4x3xf32>
   return %r : tensor<4x3xf32>
 }
+
+// -----
+
+// optax's softmax_cross_entropy_with_integer_labels: the gradient scatters a 2x3 update into
+// a 2x3x1 operand at one index of the last dimension. StableHLO leaves
+// `index_vector_dim = 0` out of the printed attribute, so the 1-element indices tensor is the
+// index vector itself: the start index is read at [0], and the update's two dimensions are
+// both window dimensions (no batch loop over the indices).
+// CHECK-LABEL: func.func @optax_label_gradient
+// CHECK:         scf.for %[[U0:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:           scf.for %[[U1:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:             %[[RAW:.*]] = tensor.extract %arg1[%c0{{(_[0-9]+)?}}] : tensor<1xi32>
+// CHECK-NEXT:        %[[START:.*]] = arith.index_cast %[[RAW]] : i32 to index
+// CHECK:             %[[D0:.*]] = arith.addi %{{.*}}, %[[U0]] : index
+// CHECK-NEXT:        %[[D1:.*]] = arith.addi %{{.*}}, %[[U1]] : index
+// CHECK:               %[[OLD:.*]] = tensor.extract %{{.*}}[%[[D0]], %[[D1]], %[[START]]] : tensor<2x3x1xf32>
+// CHECK-NEXT:          %[[NEW:.*]] = tensor.extract %arg2[%[[U0]], %[[U1]]] : tensor<2x3xf32>
+// CHECK-NEXT:          %[[SUM:.*]] = arith.addf %[[OLD]], %[[NEW]] : f32
+// CHECK-NOT:     stablehlo
+func.func @optax_label_gradient(%zeros: tensor<2x3x1xf32>, %label: tensor<1xi32>, %g: tensor<2x3xf32>) -> tensor<2x3x1xf32> {
+  %e = tensor.empty() : tensor<f32>
+  %r = "stablehlo.scatter"(%zeros, %label, %g) <{indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [0, 1], inserted_window_dims = [2], scatter_dims_to_operand_dims = [2]>, unique_indices = false}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []}
+        ins(%a, %b : tensor<f32>, tensor<f32>) outs(%e : tensor<f32>) {
+    ^bb0(%x: f32, %y: f32, %o: f32):
+      %z = arith.addf %x, %y : f32
+      linalg.yield %z : f32
+    } -> tensor<f32>
+    "stablehlo.return"(%s) : (tensor<f32>) -> ()
+  }) : (tensor<2x3x1xf32>, tensor<1xi32>, tensor<2x3xf32>) -> tensor<2x3x1xf32>
+  return %r : tensor<2x3x1xf32>
+}

@@ -12,6 +12,11 @@ use std::ffi::{c_void, CString};
 pub type Op = MlirOperation;
 pub type Val = MlirValue;
 
+/// A string ref to `text` (valid while `text` is).
+pub fn string_ref(text: &str) -> MlirStringRef {
+    MlirStringRef { data: text.as_ptr() as *const std::ffi::c_char, length: text.len() }
+}
+
 pub fn string_ref_to_string(s: MlirStringRef) -> String {
     if s.data.is_null() {
         return String::new();

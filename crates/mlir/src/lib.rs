@@ -36,6 +36,15 @@ pub enum CostModel {
     Unit,
 }
 
+unsafe extern "C" {
+    /// `cpp/parse.cpp`: parses a module whose locations name `source_name`.
+    fn rematParseModule(
+        context: mlir_sys::MlirContext,
+        text: mlir_sys::MlirStringRef,
+        source_name: mlir_sys::MlirStringRef,
+    ) -> mlir_sys::MlirModule;
+}
+
 /// A diagnostic: a message and, where one exists, the `file:line:col` it is about.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MlirError {
@@ -115,9 +124,10 @@ impl RematContext {
         self.take_diagnostics();
         let c_text = std::ffi::CString::new(text).expect("checked for NUL above");
         let module = unsafe {
-            let raw = mlir_sys::mlirModuleCreateParse(
+            let raw = rematParseModule(
                 self.context.to_raw(),
                 mlir_sys::mlirStringRefCreateFromCString(c_text.as_ptr()),
+                ir::string_ref(source_name),
             );
             Module::from_option_raw(raw)
         };

@@ -223,9 +223,6 @@ unsafe extern "C" {
     ) -> bool;
 }
 
-fn string_ref(s: &str) -> mlir_sys::MlirStringRef {
-    mlir_sys::MlirStringRef { data: s.as_ptr() as *const std::ffi::c_char, length: s.len() }
-}
 
 /// The options the shim passes as (name, value) pairs, parsed by [`RematOptions::set`] over the
 /// defaults.
@@ -258,7 +255,7 @@ unsafe extern "C" fn check_options_callback(
         Ok(Ok(_)) => true,
         Ok(Err(e)) => {
             if let Some(error) = error {
-                unsafe { error(string_ref(&e.to_string()), user_data) };
+                unsafe { error(ir::string_ref(&e.to_string()), user_data) };
             }
             false
         }
@@ -324,7 +321,7 @@ pub fn create_remat_pass_from_options(options: &str) -> Result<mlir_sys::MlirPas
     let mut message = String::new();
     let pass = unsafe {
         rematCreatePassFromOptions(
-            string_ref(options),
+            ir::string_ref(options),
             Some(append_message),
             &mut message as *mut String as *mut std::ffi::c_void,
         )
@@ -358,7 +355,7 @@ pub fn parse_pipeline_options(options: &str) -> Result<RematOptions, RematError>
     let mut parsed: Option<Result<RematOptions, RematError>> = None;
     let ok = unsafe {
         rematWithParsedOptions(
-            string_ref(options),
+            ir::string_ref(options),
             Some(append_message),
             &mut message as *mut String as *mut std::ffi::c_void,
             keep,
