@@ -10,8 +10,9 @@
 //! writes a linker script named `libMLIR-C.so` into OUT_DIR that pulls in those archives and
 //! `libMLIR.so`, and adds OUT_DIR to the search path of everything that links this crate.
 //!
-//! It also compiles `cpp/parse.cpp`, the one C++ function this crate needs (parsing a module
-//! under its file's name, which the C API cannot).
+//! It also compiles the C++ this crate needs where the C API has nothing: `cpp/parse.cpp`
+//! (parsing a module under its file's name) and `cpp/fuse.cpp` (upstream's elementwise fusion,
+//! one producer and consumer at a time).
 
 use std::path::PathBuf;
 
@@ -47,9 +48,11 @@ fn main() {
     println!("cargo:rustc-link-search=native={}", out.display());
 
     println!("cargo:rerun-if-changed=cpp/parse.cpp");
+    println!("cargo:rerun-if-changed=cpp/fuse.cpp");
     cc::Build::new()
         .cpp(true)
         .file("cpp/parse.cpp")
+        .file("cpp/fuse.cpp")
         .include(format!("{prefix}/include"))
         .flag("-std=c++17")
         .flag("-fno-rtti")
@@ -60,5 +63,5 @@ fn main() {
         .define("__STDC_FORMAT_MACROS", None)
         .define("__STDC_LIMIT_MACROS", None)
         .warnings(false)
-        .compile("remat_parse");
+        .compile("remat_mlir_cpp");
 }

@@ -1,11 +1,12 @@
 // Changing only the op order of a step changes its measured peak exactly as the simulator
 // says. @wide_first keeps both 4 KiB branches alive at once; @narrow_first finishes one branch
-// (reducing it to 4 bytes) before starting the other.
+// (reducing it to 4 bytes) before starting the other. Fusion is off: it would fuse each
+// branch into its reduction, and the point here is the order of unfused ops.
 //
-// RUN: remat-opt %s --function=wide_first --report-json=%t.wide.json -o /dev/null
+// RUN: remat-opt %s --fusion=none --function=wide_first --report-json=%t.wide.json -o /dev/null
 // RUN: FileCheck %s --check-prefix=PLAN-WIDE < %t.wide.json
 // RUN: remat-run %s --function=wide_first --json | FileCheck %s --check-prefix=RUN-WIDE
-// RUN: remat-opt %s --function=narrow_first --report-json=%t.narrow.json -o /dev/null
+// RUN: remat-opt %s --fusion=none --function=narrow_first --report-json=%t.narrow.json -o /dev/null
 // RUN: FileCheck %s --check-prefix=PLAN-NARROW < %t.narrow.json
 // RUN: remat-run %s --function=narrow_first --json | FileCheck %s --check-prefix=RUN-NARROW
 //

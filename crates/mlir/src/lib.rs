@@ -5,6 +5,7 @@
 //! translates. Inputs: linalg-on-tensors or StableHLO (generic op form; unregistered dialects
 //! are allowed, so MLIR 22 parses StableHLO without the dialect).
 
+mod fuse;
 mod import;
 pub mod ir;
 mod ops;
@@ -13,6 +14,7 @@ mod rewrite;
 mod testing;
 mod unroll;
 
+pub use fuse::{apply_fusions, fusion_candidates, FusionPair};
 pub use import::{ImportOptions, ImportedFunction, DEFAULT_UNROLL_LIMIT};
 pub use rewrite::{apply_plan, apply_schedule, RewriteStats, HOST_MEMORY_SPACE, RECOMPUTE_ATTRIBUTE};
 

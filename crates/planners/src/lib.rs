@@ -16,6 +16,7 @@ pub mod auto;
 pub mod chain;
 pub mod division;
 pub mod dtr;
+pub mod fusion;
 pub mod greedy;
 pub mod ilp;
 pub mod none;

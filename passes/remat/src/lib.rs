@@ -8,10 +8,12 @@
 //! * [`create_remat_pass_from_options`], [`parse_pipeline_options`] and [`plan_operation`] —
 //!   for the C API (passes/capi): the pipeline's option syntax, and planning without rewriting.
 
+mod fusion;
 pub mod option_table;
 mod options;
 mod report;
 
+pub use fusion::{fuse, FusionSummary};
 pub use option_table::{OptionKind, OptionSpec, OPTIONS};
 pub use options::{options_markdown, spec, unknown_strategy, OptionError, RematOptions, PASS_OPTIONS_VERSION};
 pub use report::{Report, REPORT_SCHEMA_VERSION};
@@ -71,9 +73,12 @@ pub fn plan_graph(
     Ok((plan, report))
 }
 
-/// Plans an imported function under `options` (no IR is changed).
+/// Fuses (as `options.fusion` says) and plans an imported function. Fusion changes the IR; the
+/// plan does not yet (see `apply_plan`).
 pub fn plan_function(imported: ImportedFunction, options: &RematOptions) -> Result<PlannedFunction, RematError> {
-    let (plan, report) = plan_graph(&imported.name, &imported.graph, &imported.order, options)?;
+    let (imported, fusion) = fuse(imported, options)?;
+    let (plan, mut report) = plan_graph(&imported.name, &imported.graph, &imported.order, options)?;
+    report.fusion = fusion;
     Ok(PlannedFunction { imported, plan, report })
 }
 
@@ -222,7 +227,6 @@ unsafe extern "C" {
         consume_data: *mut std::ffi::c_void,
     ) -> bool;
 }
-
 
 /// The options the shim passes as (name, value) pairs, parsed by [`RematOptions::set`] over the
 /// defaults.

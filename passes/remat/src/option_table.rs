@@ -112,6 +112,17 @@ pub const OPTIONS: &[OptionSpec] = &[
         strategies: &[],
     },
     OptionSpec {
+        name: "fusion",
+        flag: Flag::Value("fusion"),
+        kind: OptionKind::Choice { words: &["none", "elementwise", "auto"], noun: None },
+        value_name: "MODE",
+        default: "auto",
+        automatic: "",
+        help: "Fuse elementwise linalg.generic producers into their consumers before planning: auto where \
+               it never raises the no-remat peak or the lower bound, elementwise wherever it can, none not at all",
+        strategies: &[],
+    },
+    OptionSpec {
         name: "unroll-limit",
         flag: Flag::Value("unroll-limit"),
         kind: OptionKind::Count { min: 0, noun: "iterations" },

@@ -6,6 +6,7 @@ use crate::option_table::{expected, OptionKind, OptionSpec, OPTIONS};
 use remat_graph::units::{parse_budget, Budget, BudgetError};
 use remat_mlir::{CostModel, ImportOptions, DEFAULT_UNROLL_LIMIT};
 use remat_planners::dtr::{Dealloc, Heuristic};
+use remat_planners::fusion::FusionMode;
 use remat_planners::ilp::{SolveMethod, StageOrder};
 use remat_planners::treedec::EliminationHeuristic;
 use remat_planners::PlannerOptions;
@@ -59,6 +60,8 @@ pub struct RematOptions {
     pub cost_model: CostModel,
     /// Loops with a static trip count up to this are unrolled before planning (0: none).
     pub unroll_limit: usize,
+    /// Elementwise fusion before planning.
+    pub fusion: FusionMode,
     /// Strategy knobs and polishing.
     pub planner: PlannerOptions,
 }
@@ -72,6 +75,7 @@ impl Default for RematOptions {
             function: None,
             cost_model: CostModel::Estimate,
             unroll_limit: DEFAULT_UNROLL_LIMIT,
+            fusion: FusionMode::default(),
             planner: PlannerOptions::default(),
         };
         for spec in OPTIONS {
@@ -117,6 +121,10 @@ impl RematOptions {
                 }
             }
             "unroll-limit" => self.unroll_limit = parsed.count()?.unwrap_or(DEFAULT_UNROLL_LIMIT),
+            "fusion" => {
+                let word = parsed.choice()?.expect("fusion has a default");
+                self.fusion = FusionMode::ALL.into_iter().find(|m| m.name() == word).expect("declared choices");
+            }
             "tw-stop" => planner.tw_stop = parsed.count()?,
             "pw-stop" => planner.pw_stop = parsed.count()?,
             "td-heuristic" => {
@@ -310,6 +318,7 @@ mod tests {
         assert_eq!(choices("td-heuristic"), EliminationHeuristic::ALL.map(|h| h.name()).to_vec());
         assert_eq!(choices("dtr-heuristic"), Heuristic::ALL.map(|h| h.name()).to_vec());
         assert_eq!(choices("dtr-dealloc"), Dealloc::ALL.map(|d| d.name()).to_vec());
+        assert_eq!(choices("fusion"), FusionMode::ALL.map(|m| m.name()).to_vec());
         for spec in OPTIONS {
             for &strategy in spec.strategies {
                 assert!(remat_planners::strategy(strategy).is_some(), "{}: unknown strategy {strategy}", spec.name);

@@ -59,6 +59,9 @@ pub struct Report {
     /// Device bytes resident at each step of the input order and of the plan (arguments
     /// excluded), for `--plot`.
     pub timeline: (Vec<u64>, Vec<u64>),
+    /// What fusion did before planning (`None` with `fusion=none`, or for graph inputs); the
+    /// baseline above is the fused step's.
+    pub fusion: Option<crate::FusionSummary>,
 }
 
 impl Report {
@@ -96,6 +99,7 @@ impl Report {
             host_peak_bytes: plan.simulation.host_peak_bytes,
             offloaded_bytes: plan.simulation.offloaded_bytes,
             timeline: (plan.baseline.step_bytes.clone(), plan.simulation.step_bytes.clone()),
+            fusion: None,
         }
     }
 
@@ -167,6 +171,17 @@ impl Report {
             let overhead = recompute_overhead(cost, self.baseline_cost);
             v["raw_plan"] =
                 json!({"peak_bytes": peak, "cost": cost, "recompute_overhead": overhead, "recomputed_ops": recomputed});
+        }
+        if let Some(f) = &self.fusion {
+            v["fusion"] = json!({
+                "mode": f.mode.name(),
+                "fused": f.fused,
+                "unfused_nodes": f.nodes_before,
+                "unfused_peak_bytes": f.peak_before,
+                "unfused_cost": f.cost_before,
+                "unfused_lower_bound_bytes": f.lower_bound_before,
+                "saved_bytes": f.peak_before.saturating_sub(self.baseline_peak_bytes),
+            });
         }
         v["stop"] = stop_json(&self.stop);
         for facts in &self.facts {
@@ -255,6 +270,21 @@ impl Report {
                 100.0 * overhead,
                 recomputed
             ));
+        }
+        if let Some(f) = &self.fusion {
+            s += &line(
+                "fusion",
+                format!(
+                    "{}: {} fused, {} nodes of {}; unfused peak {} ({}), lower bound {}",
+                    f.mode.name(),
+                    f.fused,
+                    self.nodes,
+                    f.nodes_before,
+                    Bytes(f.peak_before),
+                    percent(f.peak_before),
+                    Bytes(f.lower_bound_before)
+                ),
+            );
         }
         s += &line("stopped", self.stop.to_string());
         for facts in &self.facts {

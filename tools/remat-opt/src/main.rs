@@ -520,6 +520,8 @@ fn process(
     }
     let location = imported.location().unwrap_or_else(|| source_name.to_string());
     if let Some(request) = sweep {
+        // The sweep plans what would run: the fused step.
+        let (imported, _) = remat_pass::fuse(imported, options).map_err(|e| error(&location, e))?;
         return run_sweep(request, options, &imported.name, &imported.graph, &imported.order)
             .map_err(|e| error(&location, e));
     }
@@ -634,12 +636,24 @@ fn process_graph_json(
 
 /// Writes `bytes` to a temporary file beside `path`, then renames it into place, so a failure
 /// never leaves a partial file. A path that is a link is resolved first (the link stays); one
-/// that is not a regular file (`/dev/null`, `/dev/stdout`, a pipe) is written directly: renaming
-/// over it would replace the device with a file.
+/// that is not a regular file (`/dev/null`, a pipe) or names a file descriptor (`/dev/stdout`)
+/// is written directly: renaming over it would replace the device with a file.
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let target = match std::fs::canonicalize(path) {
-        Ok(resolved) if !std::fs::metadata(&resolved)?.is_file() => return std::fs::write(&resolved, bytes),
-        Ok(resolved) => resolved,
+    // The streams themselves, so that a shell's `>>` keeps appending.
+    if path == Path::new("/dev/stdout") {
+        return std::io::stdout().write_all(bytes);
+    }
+    if path == Path::new("/dev/stderr") {
+        return std::io::stderr().write_all(bytes);
+    }
+    let target = match std::fs::metadata(path) {
+        // A device, a pipe, or a file descriptor's name (`/dev/stdout` links to
+        // `/proc/self/fd/1`, which may be a file the shell opened to append): write through.
+        Ok(meta) if !meta.is_file() || path.starts_with("/dev") || path.starts_with("/proc") => {
+            return std::fs::write(path, bytes)
+        }
+        // A regular file, possibly behind links: replace the file, keep the links.
+        Ok(_) => std::fs::canonicalize(path)?,
         Err(_) => path.to_path_buf(),
     };
     let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -677,6 +691,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         write_atomically(Path::new("/dev/null"), b"discarded").unwrap();
         assert!(!std::fs::metadata("/dev/null").unwrap().is_file(), "/dev/null is still a device");
+        // A link to a pipe (what /dev/stdout is under a pipeline) is written through.
+        let fifo = dir.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let link = dir.path().join("stdout");
+        std::os::unix::fs::symlink(&fifo, &link).unwrap();
+        let reader = std::thread::spawn({
+            let fifo = fifo.clone();
+            move || std::fs::read(fifo).unwrap()
+        });
+        write_atomically(&link, b"piped").unwrap();
+        assert_eq!(reader.join().unwrap(), b"piped");
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
         let file = dir.path().join("out.mlir");
         let link = dir.path().join("link.mlir");
         std::fs::write(&file, "old").unwrap();

@@ -93,7 +93,7 @@ impl ScatterPlan {
             input_batching_dims: field(&text, "input_batching_dims").unwrap_or_default(),
             scatter_indices_batching_dims: field(&text, "scatter_indices_batching_dims").unwrap_or_default(),
             scatter_dims_to_operand_dims: field(&text, "scatter_dims_to_operand_dims").unwrap_or_default(),
-                        // StableHLO prints the attribute's fields only when they differ from their defaults
+            // StableHLO prints the attribute's fields only when they differ from their defaults
             // (empty lists, and 0 for `index_vector_dim`): an omitted index_vector_dim is 0.
             // (optax's integer-label cross-entropy writes its gradient with one.)
             index_vector_dim: field(&text, "index_vector_dim").and_then(|v| v.first().copied()).unwrap_or(0),

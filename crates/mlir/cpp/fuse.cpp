@@ -1,0 +1,100 @@
+//===- fuse.cpp - Fuse one elementwise producer into a consumer --*- C++ -*-===//
+//
+// Upstream's elementwise fusion (linalg::fuseElementwiseOps), one producer and
+// one consumer at a time, for the fusion decisions remat-opt makes with its
+// memory model (crates/mlir/src/fuse.rs). Two differences from upstream's
+// greedy pattern, both because of what memory the result holds:
+//
+//  * a producer with other users is cloned for this consumer, so the fused op
+//    computes it inside (rematerialization at the use site) instead of
+//    yielding it as an extra result, which would keep it materialized;
+//  * the consumer must read the producer's result through a permutation of all
+//    its loops, so each producer element is computed exactly once per consumer
+//    element: never inside a matmul's reduction or a broadcast, where it would
+//    be computed many times.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/CAPI/IR.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+
+namespace {
+/// The single input operand of `consumer` that reads `value`, or null (none,
+/// several, or only the init).
+OpOperand *uniqueInput(linalg::GenericOp consumer, Value value) {
+  OpOperand *found = nullptr;
+  for (OpOperand &operand : consumer->getOpOperands()) {
+    if (operand.get() != value)
+      continue;
+    if (found || !consumer.isDpsInput(&operand))
+      return nullptr;
+    found = &operand;
+  }
+  return found;
+}
+
+bool fusable(Operation *consumerOp, Value value) {
+  auto consumer = dyn_cast<linalg::GenericOp>(consumerOp);
+  auto producer = value.getDefiningOp<linalg::GenericOp>();
+  if (!consumer || !producer || producer->getNumResults() != 1 ||
+      consumer->getNumResults() != 1 || !consumer.hasPureTensorSemantics() ||
+      !producer.hasPureTensorSemantics())
+    return false;
+  OpOperand *operand = uniqueInput(consumer, value);
+  if (!operand || !consumer.getMatchingIndexingMap(operand).isPermutation())
+    return false;
+  return linalg::areElementwiseOpsFusable(operand);
+}
+} // namespace
+
+/// Whether `producerResult`'s generic can be fused into `consumer`.
+extern "C" bool rematCanFuse(MlirOperation consumer, MlirValue producerResult) {
+  return fusable(unwrap(consumer), unwrap(producerResult));
+}
+
+/// Fuses the generic defining `producerResult` into `consumer` (cloning it
+/// first when it has other users) and returns the fused op, which replaces
+/// `consumer`; the producer is erased when nothing else uses it. Null when the
+/// pair cannot be fused (nothing changed).
+extern "C" MlirOperation rematFuse(MlirOperation consumerOp,
+                                   MlirValue producerResult) {
+  Operation *consumer = unwrap(consumerOp);
+  Value value = unwrap(producerResult);
+  if (!fusable(consumer, value))
+    return MlirOperation{nullptr};
+  IRRewriter rewriter(consumer->getContext());
+  rewriter.setInsertionPoint(consumer);
+  Operation *producer = value.getDefiningOp();
+  bool shared = llvm::any_of(value.getUses(), [&](OpOperand &use) {
+    return use.getOwner() != consumer;
+  });
+  if (shared) {
+    Operation *clone = rewriter.clone(*producer);
+    Value cloned = clone->getResult(0);
+    rewriter.modifyOpInPlace(consumer, [&] { consumer->replaceUsesOfWith(value, cloned); });
+    producer = clone;
+    value = cloned;
+  }
+  OpOperand *operand = uniqueInput(cast<linalg::GenericOp>(consumer), value);
+  FailureOr<linalg::ElementwiseOpFusionResult> fused =
+      linalg::fuseElementwiseOps(rewriter, operand);
+  if (failed(fused)) {
+    if (shared) {
+      rewriter.modifyOpInPlace(consumer, [&] {
+        consumer->replaceUsesOfWith(value, unwrap(producerResult));
+      });
+      rewriter.eraseOp(producer);
+    }
+    return MlirOperation{nullptr};
+  }
+  for (auto [original, replacement] : fused->replacements)
+    rewriter.replaceAllUsesExcept(original, replacement, fused->fusedOp);
+  rewriter.eraseOp(consumer);
+  if (producer->use_empty())
+    rewriter.eraseOp(producer);
+  return wrap(fused->fusedOp);
+}

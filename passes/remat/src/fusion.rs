@@ -1,0 +1,71 @@
+//! Fusion before planning: rounds of "list the fusable pairs (remat-mlir), choose with the
+//! memory model (remat-planners), fuse, import again" until a round chooses nothing. What the
+//! report says about it is a [`FusionSummary`].
+
+use crate::{RematError, RematOptions};
+use remat_graph::{lower_bound, simulate};
+use remat_mlir::{apply_fusions, fusion_candidates, FusionPair, ImportedFunction};
+use remat_planners::fusion::{choose_fusions, FusionMode};
+
+/// Rounds after which fusion stops even if pairs remain (each round fuses one level of a chain;
+/// elementwise chains in training steps are far shorter).
+const MAX_ROUNDS: usize = 64;
+
+/// What fusion did to one function.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FusionSummary {
+    /// The mode.
+    pub mode: FusionMode,
+    /// Producers fused into consumers (a clone counts once per consumer).
+    pub fused: usize,
+    /// Rounds run.
+    pub rounds: usize,
+    /// Executable nodes before fusion.
+    pub nodes_before: usize,
+    /// The unfused input order's peak and cost (after fusion: the report's baseline).
+    pub peak_before: u64,
+    /// Its cost.
+    pub cost_before: f64,
+    /// The proven lower bound of the unfused graph.
+    pub lower_bound_before: u64,
+}
+
+/// Fuses `imported` as `options.fusion` says; `None` for `FusionMode::None`.
+pub fn fuse(
+    imported: ImportedFunction,
+    options: &RematOptions,
+) -> Result<(ImportedFunction, Option<FusionSummary>), RematError> {
+    if options.fusion == FusionMode::None {
+        return Ok((imported, None));
+    }
+    let before = simulate(&imported.graph, &imported.order)?;
+    let mut summary = FusionSummary {
+        mode: options.fusion,
+        fused: 0,
+        rounds: 0,
+        nodes_before: imported.graph.op_count(),
+        peak_before: before.peak_bytes,
+        cost_before: before.cost,
+        lower_bound_before: lower_bound(&imported.graph),
+    };
+    let mut imported = imported;
+    while summary.rounds < MAX_ROUNDS {
+        let candidates: Vec<(_, _)> =
+            fusion_candidates(&imported).into_iter().map(|pair| (pair.producer, pair.consumer)).collect();
+        let chosen = choose_fusions(&imported.graph, &imported.order, &candidates, options.fusion);
+        if chosen.is_empty() {
+            break;
+        }
+        let pairs: Vec<FusionPair> =
+            chosen.into_iter().map(|(producer, consumer)| FusionPair { producer, consumer }).collect();
+        let fused = apply_fusions(&imported, &pairs);
+        summary.rounds += 1;
+        imported = imported.reimport(&options.import_options())?;
+        if fused == 0 {
+            break;
+        }
+        summary.fused += fused;
+        tracing::debug!(round = summary.rounds, fused, nodes = imported.graph.op_count(), "fusion round");
+    }
+    Ok((imported, Some(summary)))
+}
