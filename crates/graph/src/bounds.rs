@@ -7,7 +7,9 @@ use crate::graph::{Graph, NodeId};
 /// Two facts hold for any schedule (Kumar et al. §2.1: `M(σ) ≥ max{M_in, M_max}`, extended to
 /// views and outputs): (1) every node executes at least once, and at that step its output and
 /// the memory behind all its inputs are resident; (2) at the last step, the memory behind every
-/// output is resident. Views contribute the bytes of their storage root; arguments none.
+/// output is resident. Views contribute the bytes of their storage root; arguments none. A
+/// node that may take an input's buffer ([`crate::Node::reuses`]) holds one buffer for both
+/// when that input dies there, which some schedule may do, so it counts once.
 pub fn lower_bound(graph: &Graph) -> u64 {
     let mut best = 0;
     let mut roots: Vec<NodeId> = Vec::new();
@@ -24,7 +26,8 @@ pub fn lower_bound(graph: &Graph) -> u64 {
                 roots.push(root);
             }
         }
-        best = best.max(resident_bytes(graph, &roots));
+        let shared = node.reuses.filter(|&input| !graph.node(input).output).map_or(0, |input| graph.node(input).bytes);
+        best = best.max(resident_bytes(graph, &roots) - shared);
     }
     let mut outputs: Vec<NodeId> = graph.outputs().map(|o| graph.storage_root(o)).collect();
     outputs.sort();

@@ -41,6 +41,10 @@ pub struct Node {
     /// (`tensor.insert_slice` into a destination nothing else reads), so it runs once and its
     /// source's storage cannot be recomputed once it has run.
     pub view_of: Option<NodeId>,
+    /// An input whose buffer this node may take for its result when that input dies here
+    /// (an elementwise op writing in place, XLA's buffer sharing): of the same bytes, not a
+    /// view. Whether it does depends on the schedule; the memory model decides per step.
+    pub reuses: Option<NodeId>,
     /// Part of the backward pass (from graph JSON; informational).
     pub backward: bool,
     /// The op name (e.g. `linalg.matmul`) when the graph came from MLIR.
@@ -64,6 +68,7 @@ impl NodeSpec {
             output: false,
             pure: true,
             view_of: None,
+            reuses: None,
             backward: false,
             op: None,
             location: None,
@@ -96,6 +101,21 @@ impl NodeSpec {
         self.0.view_of = Some(source);
         self.0.bytes = 0;
         self
+    }
+    /// Lets the node take `input`'s buffer for its result where `input` dies at it (see
+    /// [`Node::reuses`]); `input` must be a predecessor of the same bytes.
+    pub fn reusing(mut self, input: NodeId) -> Self {
+        self.0.reuses = Some(input);
+        self
+    }
+    /// Sets the node's result bytes.
+    pub fn with_bytes(mut self, bytes: u64) -> Self {
+        self.0.bytes = bytes;
+        self
+    }
+    /// The source of a view spec.
+    pub fn view_source(&self) -> Option<NodeId> {
+        self.0.view_of
     }
     /// Marks the node as part of the backward pass.
     pub fn backward(mut self, backward: bool) -> Self {
@@ -147,6 +167,16 @@ pub enum GraphError {
         /// Its name.
         name: String,
         /// The offending input.
+        input: NodeId,
+    },
+    /// A node reuses a buffer it cannot: not an input, a view, of other bytes, or itself a view.
+    #[error("node {node} ('{name}') cannot reuse the buffer of node {input}: it must be an input of the same bytes that owns its memory")]
+    InvalidReuse {
+        /// The node.
+        node: NodeId,
+        /// Its name.
+        name: String,
+        /// The input named.
         input: NodeId,
     },
     /// A view's source is not one of its predecessors.
@@ -213,6 +243,17 @@ impl GraphBuilder {
             }
             if self.nodes[i].argument && !preds.is_empty() {
                 return Err(GraphError::ArgumentWithPredecessors { node, name: self.nodes[i].name.clone() });
+            }
+            if let Some(input) = self.nodes[i].reuses {
+                let valid = preds.contains(&input)
+                    && self.nodes[i].view_of.is_none()
+                    && !self.nodes[i].argument
+                    && self.nodes[input.index()].view_of.is_none()
+                    && !self.nodes[input.index()].argument
+                    && self.nodes[input.index()].bytes == self.nodes[i].bytes;
+                if !valid {
+                    return Err(GraphError::InvalidReuse { node, name: self.nodes[i].name.clone(), input });
+                }
             }
             if let Some(source) = self.nodes[i].view_of {
                 if !preds.contains(&source) {

@@ -7,7 +7,8 @@
 //!
 //! remat-opt's own extensions, written only where they differ from the default and read
 //! back: `"pure": false` (never recomputed), `"view_of": id` (a zero-byte view that keeps its
-//! source live), `"op"` and `"loc"` (the MLIR op and location the node came from).
+//! source live), `"reuses": id` (an input whose buffer the node takes where that input dies),
+//! `"op"` and `"loc"` (the MLIR op and location the node came from).
 
 use crate::graph::{Graph, GraphBuilder, NodeId, NodeSpec};
 use indexmap::IndexMap;
@@ -130,6 +131,9 @@ pub fn read_graph(text: &str) -> Result<Graph, JsonError> {
             let source = lookup(source, "view_of")?;
             spec = spec.view_of(source);
         }
+        if let Some(input) = node.get("reuses") {
+            spec = spec.reusing(lookup(input, "reuses")?);
+        }
         if let Some(Value::String(op)) = node.get("op") {
             let loc = node.get("loc").and_then(Value::as_str).map(str::to_string);
             spec = spec.origin(op.clone(), loc);
@@ -163,6 +167,9 @@ pub fn write_graph(graph: &Graph, graph_attributes: &[(&str, Value)]) -> String 
         }
         if let Some(source) = n.view_of {
             obj.insert("view_of".into(), json!(source.0));
+        }
+        if let Some(input) = n.reuses {
+            obj.insert("reuses".into(), json!(input.0));
         }
         if let Some(op) = &n.op {
             obj.insert("op".into(), json!(op));

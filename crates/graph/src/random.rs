@@ -19,11 +19,14 @@ pub struct RandomDag {
     pub impure_percent: u64,
     /// Percent of ops that are outputs (sinks are outputs too).
     pub output_percent: u64,
+    /// Percent of ops that may write into an input's buffer ([`crate::Node::reuses`]; they take
+    /// that input's bytes). 0 draws nothing extra, so other seeds' graphs are unchanged.
+    pub reuse_percent: u64,
 }
 
 impl Default for RandomDag {
     fn default() -> Self {
-        RandomDag { ops: 20, arguments: 2, view_percent: 10, impure_percent: 5, output_percent: 10 }
+        RandomDag { ops: 20, arguments: 2, view_percent: 10, impure_percent: 5, output_percent: 10, reuse_percent: 0 }
     }
 }
 
@@ -37,6 +40,8 @@ impl RandomDag {
             ids.push(g.add(NodeSpec::argument(format!("arg{a}"), 1 + rng.below(64)), &[]));
         }
         let mut used = vec![false; self.arguments + self.ops];
+        // Bytes of each node owning its buffer (0 for arguments and views: never reused).
+        let mut own_bytes: Vec<u64> = vec![0; self.arguments];
         for i in 0..self.ops {
             let mut preds = Vec::new();
             if !ids.is_empty() {
@@ -60,9 +65,18 @@ impl RandomDag {
             if rng.chance(self.output_percent) {
                 spec = spec.output();
             }
+            let mut owned = if preds.is_empty() || spec_is_view(&spec) { 0 } else { bytes };
+            if self.reuse_percent > 0 && !spec_is_view(&spec) && rng.chance(self.reuse_percent) {
+                if let Some(&input) = preds.iter().find(|p| own_bytes[p.index()] > 0) {
+                    let reused = own_bytes[input.index()];
+                    spec = spec.with_bytes(reused).reusing(input);
+                    owned = reused;
+                }
+            }
             for p in &preds {
                 used[p.index()] = true;
             }
+            own_bytes.push(owned);
             ids.push(g.add(spec, &preds));
         }
         for (index, &id) in ids.iter().enumerate().skip(self.arguments) {
@@ -72,4 +86,8 @@ impl RandomDag {
         }
         g.finish().expect("edges point backwards, so the graph is a DAG")
     }
+}
+
+fn spec_is_view(spec: &NodeSpec) -> bool {
+    spec.view_source().is_some()
 }

@@ -146,6 +146,9 @@ pub struct Lifetimes {
     pub view_source: Vec<Option<usize>>,
     /// Bytes resident at each step (arguments excluded).
     pub step_bytes: Vec<u64>,
+    /// `reused[i]`: the instance whose buffer the step `i` takes for its result (its node
+    /// [`reuses`](crate::Node::reuses) it, and it dies at step `i`).
+    pub reused: Vec<Option<usize>>,
     /// Sum of the costs of all steps.
     pub cost: f64,
     /// Number of steps that re-execute a node already executed earlier.
@@ -160,6 +163,7 @@ pub fn lifetimes(graph: &Graph, schedule: &[NodeId]) -> Result<Lifetimes, Schedu
     let mut latest: Vec<Option<usize>> = vec![None; graph.len()];
     let mut end: Vec<usize> = (0..steps).collect();
     let mut view_source: Vec<Option<usize>> = vec![None; steps];
+    let mut reuse_input: Vec<Option<usize>> = vec![None; steps];
     let mut cost = 0.0;
     let mut recomputations = 0;
     for (step, &node) in schedule.iter().enumerate() {
@@ -167,6 +171,9 @@ pub fn lifetimes(graph: &Graph, schedule: &[NodeId]) -> Result<Lifetimes, Schedu
             if let Some(instance) = latest[p.index()] {
                 end[instance] = end[instance].max(step);
             }
+        }
+        if let Some(input) = graph.node(node).reuses {
+            reuse_input[step] = latest[input.index()];
         }
         if let Some(source) = graph.node(node).view_of {
             view_source[step] = latest[source.index()];
@@ -190,11 +197,23 @@ pub fn lifetimes(graph: &Graph, schedule: &[NodeId]) -> Result<Lifetimes, Schedu
             end[source] = end[source].max(end[step]);
         }
     }
+    // A step takes its reused input's buffer when that instance dies there (nothing reads it
+    // later, no view of it lives on, and it is not an output): the instance's bytes leave as
+    // the step's arrive, so the step holds one buffer, not two.
+    let reused: Vec<Option<usize>> = reuse_input
+        .iter()
+        .enumerate()
+        .map(|(step, input)| input.filter(|&i| end[i] == step && !graph.node(schedule[i]).output))
+        .collect();
     let mut delta = vec![0i128; steps + 1];
     for (step, &node) in schedule.iter().enumerate() {
         let bytes = graph.node(node).bytes as i128;
         delta[step] += bytes;
         delta[end[step] + 1] -= bytes;
+        if reused[step].is_some() {
+            delta[step] -= bytes;
+            delta[step + 1] += bytes;
+        }
     }
     let mut step_bytes = Vec::with_capacity(steps);
     let mut current: i128 = 0;
@@ -202,7 +221,7 @@ pub fn lifetimes(graph: &Graph, schedule: &[NodeId]) -> Result<Lifetimes, Schedu
         current += d;
         step_bytes.push(current as u64);
     }
-    Ok(Lifetimes { end, view_source, step_bytes, cost, recomputations })
+    Ok(Lifetimes { end, view_source, step_bytes, reused, cost, recomputations })
 }
 
 /// The recompute overhead of a plan: `cost / baseline_cost − 1`, the extra work over the input
@@ -233,7 +252,7 @@ pub fn simulate_with_transfers(
     schedule: &[NodeId],
     transfers: &[Transfer],
 ) -> Result<Simulation, ScheduleError> {
-    let Lifetimes { end, view_source, mut step_bytes, cost, recomputations } = lifetimes(graph, schedule)?;
+    let Lifetimes { end, view_source, mut step_bytes, cost, recomputations, .. } = lifetimes(graph, schedule)?;
     let steps = schedule.len();
     let mut host_step_bytes = vec![0u64; steps];
     let mut offloaded_bytes = 0;
@@ -455,5 +474,42 @@ mod tests {
             simulate_with_transfers(&g, &remat, &[Transfer { instance: 0, offload_after: 1, prefetch_before: 5 }])
                 .unwrap_err();
         assert!(matches!(err.kind, ScheduleErrorKind::InvalidTransfer(w) if w.contains("nothing reads")));
+    }
+
+    /// x → a → b (b may take a's buffer) → c, 100 bytes each: where a dies at b, b writes in
+    /// place and the step holds one buffer; where a is read later, it cannot.
+    #[test]
+    fn a_node_takes_the_buffer_of_an_input_that_dies_there() {
+        let mut g = GraphBuilder::new();
+        let x = g.add(NodeSpec::argument("x", 100), &[]);
+        let a = g.add(NodeSpec::op("a", 100, 1.0), &[x]);
+        let b = g.add(NodeSpec::op("b", 100, 1.0).reusing(a), &[a]);
+        let c = g.add(NodeSpec::op("c", 10, 1.0).output(), &[b]);
+        let g = g.finish().unwrap();
+        let sim = simulate(&g, &[a, b, c]).unwrap();
+        assert_eq!(sim.step_bytes, vec![100, 100, 110]);
+        assert_eq!(lifetimes(&g, &[a, b, c]).unwrap().reused, vec![None, Some(0), None]);
+        assert_eq!(crate::lower_bound(&g), 110, "b's step holds one buffer in some schedule");
+        // Read again after b (a recomputed b, here): no reuse at the first b.
+        let mut h = GraphBuilder::new();
+        let x = h.add(NodeSpec::argument("x", 100), &[]);
+        let a = h.add(NodeSpec::op("a", 100, 1.0), &[x]);
+        let b = h.add(NodeSpec::op("b", 100, 1.0).reusing(a), &[a]);
+        let d = h.add(NodeSpec::op("d", 10, 1.0).output(), &[a, b]);
+        let h = h.finish().unwrap();
+        assert_eq!(simulate(&h, &[a, b, d]).unwrap().step_bytes, vec![100, 200, 210]);
+        // An output is never overwritten.
+        let mut o = GraphBuilder::new();
+        let x = o.add(NodeSpec::argument("x", 100), &[]);
+        let a = o.add(NodeSpec::op("a", 100, 1.0).output(), &[x]);
+        let b = o.add(NodeSpec::op("b", 100, 1.0).reusing(a).output(), &[a]);
+        let o = o.finish().unwrap();
+        assert_eq!(simulate(&o, &[a, b]).unwrap().step_bytes, vec![100, 200]);
+        // Reuse is checked when the graph is built.
+        let mut bad = GraphBuilder::new();
+        let x = bad.add(NodeSpec::op("x", 100, 1.0), &[]);
+        let y = bad.add(NodeSpec::op("y", 50, 1.0).reusing(x), &[x]);
+        let _ = y;
+        assert!(matches!(bad.finish(), Err(crate::GraphError::InvalidReuse { .. })));
     }
 }

@@ -98,3 +98,23 @@ extern "C" MlirOperation rematFuse(MlirOperation consumerOp,
     rewriter.eraseOp(producer);
   return wrap(fused->fusedOp);
 }
+
+/// The input of an elementwise `linalg.generic` whose buffer its result may take (XLA's
+/// buffer sharing): all loops parallel, one result, the input of the result's type read
+/// through the result's own indexing map, and a body that never reads the init. -1 if none.
+extern "C" intptr_t rematReusableInput(MlirOperation op) {
+  auto generic = dyn_cast<linalg::GenericOp>(unwrap(op));
+  if (!generic || generic->getNumResults() != 1 || !generic.hasPureTensorSemantics() ||
+      generic.getNumParallelLoops() != generic.getNumLoops())
+    return -1;
+  OpOperand *init = generic.getDpsInitOperand(0);
+  if (generic.getMatchingBlockArgument(init).use_empty() == false)
+    return -1;
+  AffineMap resultMap = generic.getMatchingIndexingMap(init);
+  for (OpOperand *input : generic.getDpsInputOperands()) {
+    if (input->get().getType() == generic->getResult(0).getType() &&
+        generic.getMatchingIndexingMap(input) == resultMap)
+      return input->getOperandNumber();
+  }
+  return -1;
+}

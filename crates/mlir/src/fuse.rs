@@ -19,6 +19,14 @@ use remat_graph::NodeId;
 unsafe extern "C" {
     fn rematCanFuse(consumer: mlir_sys::MlirOperation, producer_result: mlir_sys::MlirValue) -> bool;
     fn rematFuse(consumer: mlir_sys::MlirOperation, producer_result: mlir_sys::MlirValue) -> mlir_sys::MlirOperation;
+    fn rematReusableInput(op: mlir_sys::MlirOperation) -> isize;
+}
+
+/// The operand number of the input an elementwise `linalg.generic` may write its result into
+/// (same type, read through the result's own indexing map, all loops parallel, a body that
+/// never reads the init): what [`remat_graph::Node::reuses`] names.
+pub(crate) fn reusable_input(op: mlir_sys::MlirOperation) -> Option<usize> {
+    usize::try_from(unsafe { rematReusableInput(op) }).ok()
 }
 
 /// A producer → consumer pair of nodes that can be fused: the consumer would compute the

@@ -55,6 +55,9 @@ pub struct ImportOptions {
     pub cost_model: CostModel,
     /// `stablehlo.while` loops with a static trip count up to this are unrolled (0: none).
     pub unroll_limit: usize,
+    /// Mark elementwise ops that may write into a dying input's buffer
+    /// ([`remat_graph::Node::reuses`]).
+    pub buffer_reuse: bool,
 }
 
 /// Default of [`ImportOptions::unroll_limit`]: a scan over a long sequence unrolls, a loop
@@ -63,7 +66,7 @@ pub const DEFAULT_UNROLL_LIMIT: usize = 1024;
 
 impl Default for ImportOptions {
     fn default() -> Self {
-        ImportOptions { cost_model: CostModel::default(), unroll_limit: DEFAULT_UNROLL_LIMIT }
+        ImportOptions { cost_model: CostModel::default(), unroll_limit: DEFAULT_UNROLL_LIMIT, buffer_reuse: false }
     }
 }
 
@@ -381,6 +384,7 @@ pub(crate) fn import_function(
     }
 
     // Phase 3: measure each group.
+    let mut reusable: Vec<(NodeId, NodeId)> = Vec::new();
     for (&main_index, &node) in &node_of_main {
         let main = body_ops[main_index];
         let group = &members[node.index() - argument_count];
@@ -432,6 +436,20 @@ pub(crate) fn import_function(
         debug_assert_eq!(id, node);
         groups.push(group.clone());
         mains.push(Some(main));
+        if options.buffer_reuse && pure && view_source.is_none() {
+            if let Some(v) = crate::fuse::reusable_input(main).and_then(|i| ir::operands(main).get(i).copied()) {
+                if let Some(&p) = value_node.get(&ir::value_key(v)) {
+                    reusable.push((node, p));
+                }
+            }
+        }
+    }
+    // Elementwise ops may write in place into an input of their bytes that owns its buffer.
+    for (node, input) in reusable {
+        let source = builder.node_mut(input).clone();
+        if !source.argument && source.view_of.is_none() && source.bytes == builder.node_mut(node).bytes {
+            builder.node_mut(node).reuses = Some(input);
+        }
     }
 
     // Outputs: whatever the terminator returns.

@@ -6,6 +6,11 @@
 //! (3) every operand — nested ones in regions too — is pointed at the most recent execution of
 //! its producer. The terminator is rewired last, so outputs come from their latest executions.
 //!
+//! Buffer reuse ([`remat_graph::Node::reuses`]): at a step where the memory model lets an
+//! elementwise op take the buffer of an input that dies there, the op's init becomes that input
+//! (`outs(%input)`): bufferization writes in place (the access is elementwise), and the unused
+//! init ops are erased at the end.
+//!
 //! Host transfers ([`Transfer`]): after the offload step, the instance's tensor results are
 //! copied to host memory, `bufferization.alloc_tensor() copy(%v) {memory_space = 1 : i64}`;
 //! right before the prefetch step they are copied back, `alloc_tensor() copy(%h)
@@ -17,7 +22,7 @@
 use crate::import::ImportedFunction;
 use crate::ir::{self, Op, Val};
 use indexmap::IndexMap;
-use remat_graph::{simulate_with_transfers, validate, NodeId, Transfer};
+use remat_graph::{lifetimes, simulate_with_transfers, validate, NodeId, Transfer};
 
 /// The discardable attribute that marks a rematerialized (cloned) op.
 pub const RECOMPUTE_ATTRIBUTE: &str = "remat.recompute";
@@ -58,6 +63,11 @@ pub fn apply_plan(
     } else {
         simulate_with_transfers(&imported.graph, schedule, transfers)?;
     }
+    let reused = lifetimes(&imported.graph, schedule)?.reused;
+    // Init ops of steps that write in place: erased once every clone has been made.
+    let mut unused_inits: Vec<Op> = Vec::new();
+    // The original init value of each node that may write in place.
+    let mut own_inits: IndexMap<usize, Val> = IndexMap::new();
     let body = imported.body;
     let terminator = imported.terminator;
     // Any value produced by a node's ops (original or clone) → the original value it copies.
@@ -111,6 +121,18 @@ pub fn apply_plan(
                 original_of.insert(ir::value_key(new), orig);
                 latest.insert(ir::value_key(orig), new);
             }
+            if k + 1 == group.len() && imported.graph.node(node).reuses.is_some() {
+                // The init this execution writes: the input's buffer where the model reuses it,
+                // else this execution's own init (a clone copies the original's operands, which
+                // an earlier execution may have pointed at its input).
+                let init_index = ir::operands(op).len() - 1;
+                let own_init = *own_inits.entry(node.index()).or_insert_with(|| ir::operands(op)[init_index]);
+                let current = latest.get(&ir::value_key(own_init)).copied().unwrap_or(own_init);
+                ir::set_operand(placed, init_index, current);
+                if reused[step].is_some() {
+                    write_in_place(placed, &mut unused_inits);
+                }
+            }
         }
         for (k, t) in transfers.iter().enumerate().filter(|(_, t)| t.offload_after == step) {
             let main = imported.mains[schedule[t.instance].index()].expect("transfers move computed values");
@@ -124,7 +146,36 @@ pub fn apply_plan(
         }
     }
     rewire(terminator, &original_of, &latest);
+    // Last uses first: an init's own inits (a fill's empty) lose their use when it goes.
+    while let Some(op) = unused_inits.pop() {
+        if ir::results(op).into_iter().all(|r| ir::uses(r).is_empty()) {
+            let inputs = ir::operands(op);
+            ir::erase(op);
+            for v in inputs {
+                if let Some((def, _)) = ir::defining_op(v) {
+                    if crate::ops::is_init(&ir::op_name(def)) && !unused_inits.iter().any(|o| o.ptr == def.ptr) {
+                        unused_inits.push(def);
+                    }
+                }
+            }
+        }
+    }
     Ok(stats)
+}
+
+/// Makes the elementwise `op` write its result into its reusable input (the memory model's
+/// reuse at this step): the init operand becomes that input, and the old init is left for
+/// erasure.
+fn write_in_place(op: Op, unused_inits: &mut Vec<Op>) {
+    let Some(input) = crate::fuse::reusable_input(op) else { return };
+    let operands = ir::operands(op);
+    let init = operands.len() - 1;
+    if let Some((def, _)) = ir::defining_op(operands[init]) {
+        if !unused_inits.iter().any(|o| o.ptr == def.ptr) {
+            unused_inits.push(def);
+        }
+    }
+    ir::set_operand(op, init, operands[input]);
 }
 
 /// `bufferization.alloc_tensor() copy(%value) {memory_space = space : i64}`, before

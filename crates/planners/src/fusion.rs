@@ -26,6 +26,12 @@
 //! lower bound (see docs/bench). [`FusionMode::Elementwise`] fuses every pair (producers with
 //! other users cloned), for comparison.
 //!
+//! Both rules read the model without buffer reuse ([`remat_graph::Node::reuses`]: an
+//! elementwise op writing into an input that dies there). Reuse and fusion save the same
+//! transient buffers two ways, and fusion saves more (it removes the buffer for every
+//! schedule, reuse only where the input happens to die); reuse then applies to whatever the
+//! fused program leaves.
+//!
 //! Within a round a node is a producer or a consumer, never both, so the rules' premises (the
 //! lives in the input order) hold for every pair chosen together; the next round sees the
 //! fused graph. Cost: O(pairs · inputs) per round after one O(n) liveness pass.
@@ -122,7 +128,21 @@ impl<'g> Memory<'g> {
         for o in graph.outputs() {
             end[graph.storage_root(o).index()] = last;
         }
-        Memory { graph, position, end, bound: lower_bound(graph) }
+        // The footprint rule is held against the bound without buffer reuse (`Node::reuses`):
+        // what a node's inputs and result take when it cannot write in place.
+        let mut bound = lower_bound(graph);
+        for n in graph.ids().filter(|&n| !graph.node(n).argument) {
+            let mut roots = vec![graph.storage_root(n)];
+            for &p in graph.preds(n) {
+                let r = graph.storage_root(p);
+                if !roots.contains(&r) {
+                    roots.push(r);
+                }
+            }
+            let footprint: u64 = roots.iter().map(|&r| graph.node(r)).filter(|n| !n.argument).map(|n| n.bytes).sum();
+            bound = bound.max(footprint);
+        }
+        Memory { graph, position, end, bound }
     }
 
     fn bytes(&self, root: NodeId) -> u64 {

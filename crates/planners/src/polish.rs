@@ -12,7 +12,9 @@
 //! nothing more drops. Only steps are removed, so the cost never rises.
 //!
 //! Views are never dropped (a view re-made from a newer source instance would pin an older
-//! one), nor are instances that views were made from.
+//! one), nor are instances that views were made from. Where a step takes the buffer of an
+//! instance that dies there ([`remat_graph::Node::reuses`]), extending that instance costs the
+//! step a buffer of its own too, which the bookkeeping counts.
 
 use remat_graph::{lifetimes, Graph, Schedule};
 
@@ -32,6 +34,13 @@ pub fn polish(graph: &Graph, schedule: &[remat_graph::NodeId], target: u64) -> S
         let mut has_views = vec![false; steps];
         for s in life.view_source.iter().flatten() {
             has_views[*s] = true;
+        }
+        // taken_at[i]: the step that takes instance i's buffer (it dies there).
+        let mut taken_at: Vec<Option<usize>> = vec![None; steps];
+        for (s, reused) in life.reused.iter().enumerate() {
+            if let Some(i) = reused {
+                taken_at[*i] = Some(s);
+            }
         }
         let mut previous = vec![usize::MAX; steps];
         let mut last_seen = vec![usize::MAX; graph.len()];
@@ -54,15 +63,30 @@ pub fn polish(graph: &Graph, schedule: &[remat_graph::NodeId], target: u64) -> S
             let bytes = graph.node(schedule[j]).bytes as i128;
             // An output's latest instance is read by the end of the step even at the last step.
             let read = end[j] > j || (graph.node(schedule[j]).output && last_seen[schedule[j].index()] == j);
+            // A step that took i's buffer where i died needs a buffer of its own once i lives on.
+            let taken_at_end = taken_at[i] == Some(end[i]);
             if read && end[i] < j {
                 // The gap (end[i], j) must fit the value held over it.
-                if end[i] + 1 < j && memory.max(end[i] + 1, j - 1) + bytes > target as i128 {
-                    continue;
+                let start = if taken_at_end { end[i] } else { end[i] + 1 };
+                if start < j {
+                    if memory.max(start, j - 1) + bytes > target as i128 {
+                        continue;
+                    }
+                    memory.add(start, j - 1, bytes);
                 }
-                memory.add(end[i] + 1, j - 1, bytes);
+                taken_at[i] = taken_at[j];
             } else if read {
-                // Both instances were live at once over [j, min(end[i], end[j])].
-                memory.add(j, end[i].min(end[j]), -bytes);
+                // Both instances were live at once over [j, min(end[i], end[j])] — except at i's
+                // end if a step took its buffer there and i now lives on: that step held one
+                // buffer for both, and now holds its own beside i.
+                let lives_on = end[j] > end[i];
+                let last = if taken_at_end && lives_on { end[i].checked_sub(1) } else { Some(end[i].min(end[j])) };
+                if let Some(last) = last.filter(|&l| l >= j) {
+                    memory.add(j, last, -bytes);
+                }
+                if lives_on {
+                    taken_at[i] = taken_at[j];
+                }
             }
             end[i] = end[i].max(if read { end[j] } else { i });
             memory.add(j, j, -(1i128 << 100));

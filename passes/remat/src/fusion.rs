@@ -38,6 +38,9 @@ pub fn fuse(
     if options.fusion == FusionMode::None {
         return Ok((imported, None));
     }
+    // The unfused step as `fusion=none` plans it (without buffer reuse).
+    let unfused = remat_mlir::ImportOptions { buffer_reuse: false, ..options.import_options() };
+    let imported = imported.reimport(&unfused)?;
     let before = simulate(&imported.graph, &imported.order)?;
     let mut summary = FusionSummary {
         mode: options.fusion,
@@ -48,7 +51,8 @@ pub fn fuse(
         cost_before: before.cost,
         lower_bound_before: lower_bound(&imported.graph),
     };
-    let mut imported = imported;
+    // Imported again with the options' import settings (buffer reuse), whoever imported it.
+    let mut imported = imported.reimport(&options.import_options())?;
     while summary.rounds < MAX_ROUNDS {
         let candidates: Vec<(_, _)> =
             fusion_candidates(&imported).into_iter().map(|pair| (pair.producer, pair.consumer)).collect();

@@ -170,9 +170,14 @@ impl RematOptions {
         Ok(())
     }
 
-    /// What the importer needs of these options.
+    /// What the importer needs of these options. Buffer reuse goes with fusion: `fusion=none`
+    /// imports the input's own ops as they always were.
     pub fn import_options(&self) -> ImportOptions {
-        ImportOptions { cost_model: self.cost_model, unroll_limit: self.unroll_limit }
+        ImportOptions {
+            cost_model: self.cost_model,
+            unroll_limit: self.unroll_limit,
+            buffer_reuse: self.fusion != FusionMode::None,
+        }
     }
 }
 
@@ -303,7 +308,7 @@ mod tests {
         assert_eq!(options.planner.ilp, IlpOptions::default());
         assert_eq!(options.planner.dtr, DtrOptions::default());
         assert_eq!(options.planner.chain, ChainOptions::default());
-        assert_eq!(options.import_options(), ImportOptions::default());
+        assert_eq!(options.import_options(), ImportOptions { buffer_reuse: true, ..ImportOptions::default() });
         assert_eq!(options.strategy, "none");
         assert_eq!(options.budget, None);
     }
