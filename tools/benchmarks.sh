@@ -7,7 +7,9 @@
 #    keeps the committed alternatives.json when the Python environments cannot be made);
 # 2. `remat-bench sweep`: every strategy at 100…30 % budgets over the examples, the example
 #    graphs and the generated networks of Feng & Huang's Table 1, the cheapest plan at each
-#    budget rewritten by remat-opt and run by remat-run on the CPU;
+#    budget rewritten by remat-opt and run by remat-run on the CPU; then, for each step XLA or
+#    PyTorch also ran, the fast strategies at every whole percent, and the least-peak plan
+#    within each of their overheads rewritten and measured;
 # 3. `remat-bench planner-time`: planning time on generated families of 1k–100k nodes;
 # 4. `remat-opt --plot`: memory timelines before and after;
 # 5. `remat-bench report`: docs/benchmarks.md.
@@ -34,7 +36,7 @@ inputs=(examples/mlp_small.mlir examples/{mlp,rnn_scan,transformer,resnet,transf
         examples/{transformer12,resnet}.stablehlo.mlir examples/graphs/*.json
         vgg16 vgg19 resnet18 resnet34 resnet152 densenet121 densenet201)
 "$target/remat-bench" sweep "${inputs[@]}" --time-limit "$limit" \
-  --remat-opt "$target/remat-opt" --remat-run "$target/remat-run" --out "$out"
+  --remat-opt "$target/remat-opt" --remat-run "$target/remat-run" --alternatives "$out/alternatives.json" --out "$out"
 
 "$target/remat-bench" planner-time --time-limit "$limit" \
   --sizes 1000,3000,10000,30000,100000 --strategy-time-limit greedy=60,treewidth=120,dtr=60 --out "$out"

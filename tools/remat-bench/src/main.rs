@@ -167,6 +167,13 @@ enum Command {
         /// Measure every plan within its budget (default: the cheapest at each budget).
         #[arg(long)]
         measure_all: bool,
+        /// Other frameworks' figures (alternatives.json): after the budgets, plan measured steps
+        /// at every whole percent and measure the least-peak plan at each framework's overhead.
+        #[arg(long)]
+        alternatives: Option<PathBuf>,
+        /// Strategies of that targeted stage.
+        #[arg(long, value_delimiter = ',', default_value = "greedy,treewidth,pathwidth,acg,dtr,chain")]
+        targeted_strategies: Vec<String>,
         /// Directory for sweep.json, sweep.csv and the charts.
         #[arg(long, default_value = "docs/benchmarks")]
         out: PathBuf,
@@ -247,16 +254,21 @@ fn main() {
         Command::Tradeoff { graph, svg } => tradeoff(&graph, svg),
         Command::Decompose { graphs } => decompose(&graphs),
         Command::Compare { graphs, strategies, budget } => compare(&graphs, &strategies, budget),
-        Command::Sweep { inputs, budgets, strategies, time_limit, remat_opt, remat_run, measure_all, out } => {
-            sweep::run(
-                &inputs,
-                &budgets,
-                &strategies,
-                time_limit,
-                &sweep::Runner { remat_opt, remat_run, measure_all },
-                &out,
-            )
-        }
+        Command::Sweep {
+            inputs,
+            budgets,
+            strategies,
+            time_limit,
+            remat_opt,
+            remat_run,
+            measure_all,
+            alternatives,
+            targeted_strategies,
+            out,
+        } => alternatives.as_deref().map(report::Alternatives::load).transpose().and_then(|alternatives| {
+            let runner = sweep::Runner { remat_opt, remat_run, measure_all, alternatives, targeted_strategies };
+            sweep::run(&inputs, &budgets, &strategies, time_limit, &runner, &out)
+        }),
         Command::PlannerTime { families, sizes, strategies, percent, time_limit, strategy_time_limit, out } => {
             families.iter().map(|f| families::Family::from_name(f)).collect::<Result<Vec<_>, _>>().and_then(
                 |families| {

@@ -11,19 +11,25 @@ use std::path::Path;
 
 /// A row of `alternatives.json`: another framework's own account of a step's memory.
 #[derive(Debug, Deserialize)]
-struct Alternative {
+pub(crate) struct Alternative {
     framework: String,
-    model: String,
+    pub(crate) model: String,
     policy: String,
     peak_bytes: Option<u64>,
-    recompute_overhead: Option<f64>,
+    pub(crate) recompute_overhead: Option<f64>,
     how: String,
 }
 
 #[derive(Debug, Deserialize)]
-struct Alternatives {
+pub(crate) struct Alternatives {
     versions: serde_json::Map<String, serde_json::Value>,
-    rows: Vec<Alternative>,
+    pub(crate) rows: Vec<Alternative>,
+}
+
+impl Alternatives {
+    pub(crate) fn load(path: &Path) -> Result<Self, String> {
+        read(path)
+    }
 }
 
 /// A row of `published.json`, as the paper printed it.
@@ -119,6 +125,14 @@ fn pct(v: f64) -> String {
 
 fn percent_label(p: f64) -> String {
     format!("{p}%")
+}
+
+fn budget_label(row: &SweepRow) -> String {
+    if row.targeted {
+        format!("{}%, targeted", row.percent)
+    } else {
+        percent_label(row.percent)
+    }
 }
 
 fn header(
@@ -267,7 +281,12 @@ fn measured(md: &mut String, sweep: &SweepDoc) {
     let _ = writeln!(
         md,
         "At each budget, the cheapest plan within it was rewritten by remat-opt and run by remat-run (MLIR steps that \
-         run on the CPU; StableHLO steps are planned only). **{equal} of {} runs measured exactly the planned peak.**\n",
+         run on the CPU; StableHLO steps are planned only){}. **{equal} of {} runs measured exactly the planned peak.**\n",
+        if sweep.targeted_strategies.is_empty() {
+            ""
+        } else {
+            "; so were the plans the targeted stage chose (budgets marked `targeted`, see Beside XLA and PyTorch)"
+        },
         runs.len()
     );
     let _ = writeln!(md, "| model | budget | strategy | overhead | planned (remat-bench) | planned (remat-opt) | measured | measured − planned |\n|---|---:|---|---:|---:|---:|---:|---:|");
@@ -277,7 +296,7 @@ fn measured(md: &mut String, sweep: &SweepDoc) {
             md,
             "| {} | {} | {} | {} | {planned} | {} | {measured} | {:+} |",
             r.model,
-            percent_label(r.percent),
+            budget_label(r),
             r.strategy,
             r.plan.overhead().map(pct).unwrap_or_default(),
             r.planned_by_remat_opt.map(|v| v.to_string()).unwrap_or_default(),
@@ -298,10 +317,20 @@ fn beside_alternatives(md: &mut String, sweep: &SweepDoc, alternatives: &Alterna
         "## Beside XLA and PyTorch\n\n\
          XLA's and PyTorch's own accounts of the same steps ({}; `bash tools/export/alternatives.sh`), each with \
          jax.checkpoint policies or torch.utils.checkpoint, beside our plan with the least *measured* peak among those \
-         whose overhead is at most theirs, or at most zero where theirs is negative (planned where nothing qualifying was measured, marked `planned`). Their \
+         whose overhead is at most theirs, or at most zero where theirs is negative (planned where nothing qualifying was measured, marked `planned`). {}Their \
          overhead counts FLOPs (XLA's cost analysis, PyTorch's FLOP counter); ours is the cost model's estimate. \
          How their peaks are counted is listed under the table.\n",
-        versions.join(", ")
+        versions.join(", "),
+        if sweep.targeted_strategies.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "Ours come from the sweep's budgets and from a targeted stage: {} planned at every whole percent down \
+                 to the budget where the overhead passes theirs, and the least-peak plan within each of their overheads \
+                 rewritten and measured (budget marked `targeted`). ",
+                sweep.targeted_strategies.join(", ")
+            )
+        }
     );
     let _ = writeln!(md, "| model | theirs | their peak | their overhead | our plan (budget) | our overhead | our peak | ours / theirs |\n|---|---|---:|---:|---|---:|---:|---:|");
     let policy_rank = |p: &str| ["none", "dots_saveable", "nothing_saveable"].iter().position(|q| *q == p).unwrap_or(3);
@@ -319,7 +348,7 @@ fn beside_alternatives(md: &mut String, sweep: &SweepDoc, alternatives: &Alterna
         // A negative FLOP difference is XLA's accounting (fusion), not less work: compare at 0.
         let (plan, overhead, peak, ratio) = match our_best(sweep, &a.model, their_overhead.max(0.0)) {
             Some((r, peak, kind)) => (
-                format!("{} ({})", r.strategy, percent_label(r.percent)),
+                format!("{} ({})", r.strategy, budget_label(r)),
                 r.plan.overhead().map(pct).unwrap_or_default(),
                 format!("{} {kind}", Bytes(peak)),
                 format!("{:.2}", peak as f64 / their_peak.max(1) as f64),
@@ -421,7 +450,9 @@ fn planner_time(md: &mut String, rel: &str, times: &TimeDoc) {
 
 /// Our least-peak plan of `model` by `strategy` over the sweep's budgets.
 fn least_peak<'a>(sweep: &'a SweepDoc, model: &'a str, strategy: &str) -> Option<&'a SweepRow> {
-    rows(sweep, model).filter(|r| r.strategy == strategy && r.plan.peak.is_some()).min_by_key(|r| r.plan.peak)
+    rows(sweep, model)
+        .filter(|r| !r.targeted && r.strategy == strategy && r.plan.peak.is_some())
+        .min_by_key(|r| r.plan.peak)
 }
 
 fn beside_papers(md: &mut String, sweep: &SweepDoc, published: &PublishedDoc) {
@@ -626,6 +657,7 @@ mod tests {
             measured_peak: measured,
             measure_note: None,
             plan,
+            targeted: false,
         }
     }
 
@@ -637,6 +669,7 @@ mod tests {
             budgets: vec![100.0, 60.0],
             strategies: vec!["none".into(), "greedy".into(), "treewidth".into()],
             time_limit: 5.0,
+            targeted_strategies: Vec::new(),
             rows: vec![
                 sweep_row("none", 100.0, plan(Some(100), 10.0, true), Some(100)),
                 sweep_row("greedy", 100.0, plan(Some(100), 10.0, true), None),

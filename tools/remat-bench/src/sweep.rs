@@ -2,8 +2,15 @@
 //! budgets, each plan under a time limit; for MLIR steps that run on the CPU, the peak that
 //! `remat-run` measures for the step remat-opt rewrote with the same strategy and budget.
 //! Writes `sweep.json`, `sweep.csv` and one Pareto chart per model (`pareto-MODEL.svg`).
+//!
+//! With the other frameworks' figures (`alternatives.json`), a second, targeted stage follows
+//! the budgets for each measured step: the fast strategies are planned at every whole percent
+//! between the sweep's budgets, and for each framework's overhead the least-peak plan that costs
+//! no more is measured. The coarse budgets alone answer "which plan at 60 %?", not "how little
+//! memory at XLA's +22 %?", which is the question a user comparing with `jax.checkpoint` asks.
 
 use crate::child::{run_plan, run_with_limit, GraphSource, PlanOutcome};
+use crate::report::Alternatives;
 use remat_planners::compare_plans;
 use remat_plot as svg;
 use serde::{Deserialize, Serialize};
@@ -28,6 +35,10 @@ pub struct SweepRow {
     pub measured_peak: Option<u64>,
     /// Why there is no measurement.
     pub measure_note: Option<String>,
+    /// Planned by the targeted stage (at a whole percent between the sweep's budgets), not at
+    /// one of the sweep's budgets.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub targeted: bool,
 }
 
 /// Everything a sweep recorded (`sweep.json`).
@@ -37,6 +48,9 @@ pub struct SweepDoc {
     pub strategies: Vec<String>,
     /// Seconds each plan was allowed.
     pub time_limit: f64,
+    /// Strategies of the targeted stage (none when it did not run).
+    #[serde(default)]
+    pub targeted_strategies: Vec<String>,
     pub rows: Vec<SweepRow>,
 }
 
@@ -46,7 +60,14 @@ pub struct Runner {
     pub remat_run: Option<PathBuf>,
     /// Measure every plan within its budget, not only the cheapest at each budget.
     pub measure_all: bool,
+    /// The other frameworks' figures whose overheads the targeted stage aims at.
+    pub alternatives: Option<Alternatives>,
+    /// The strategies the targeted stage plans with (fast ones: it plans at every percent).
+    pub targeted_strategies: Vec<String>,
 }
+
+/// The lowest budget the targeted stage tries, in percent.
+const TARGETED_FLOOR: u32 = 10;
 
 /// The best plan within its budget by [`remat_planners::compare_plans`] (the cheapest, then the
 /// lower peak; the first of equals): the one a user would take at that budget.
@@ -75,7 +96,15 @@ pub fn run(
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let scratch = std::env::temp_dir().join(format!("remat-bench-sweep-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
-    let mut doc = SweepDoc { budgets: budgets.to_vec(), strategies: strategies.to_vec(), time_limit, rows: Vec::new() };
+    let targeted_strategies =
+        if runner.alternatives.is_some() { runner.targeted_strategies.clone() } else { Vec::new() };
+    let mut doc = SweepDoc {
+        budgets: budgets.to_vec(),
+        strategies: strategies.to_vec(),
+        time_limit,
+        targeted_strategies,
+        rows: Vec::new(),
+    };
     for input in inputs {
         let model = model_name(input);
         let is_mlir = input.extension().is_some_and(|e| e == "mlir");
@@ -117,6 +146,7 @@ pub fn run(
                     planned_by_remat_opt: None,
                     measured_peak: None,
                     measure_note: None,
+                    targeted: false,
                 });
             }
             let rows = &mut doc.rows[first..];
@@ -138,6 +168,16 @@ pub fn run(
                 eprintln!("sweep: {model} {} {percent}%: {}", row.strategy, describe(row));
             }
         }
+        let targets = runner.alternatives.as_ref().map(|a| target_overheads(a, &model)).unwrap_or_default();
+        if let (Some(m), false) = (&mut measurer, targets.is_empty()) {
+            let first = doc.rows.len();
+            let searched = targeted_search(&graph, &model, &doc.targeted_strategies, budgets, &targets, time_limit);
+            doc.rows.extend(searched);
+            measure_targets(m, &mut doc.rows, &model, &targets);
+            for row in &doc.rows[first..] {
+                eprintln!("sweep: {model} {} {}% (targeted): {}", row.strategy, row.percent, describe(row));
+            }
+        }
         write(&out.join(format!("pareto-{model}.svg")), &pareto_svg(&doc, &model))?;
         // After every model, so a long sweep shows its progress and keeps what it measured.
         let mut json = serde_json::to_string_pretty(&doc).expect("plain data serializes");
@@ -147,6 +187,96 @@ pub fn run(
     }
     let _ = std::fs::remove_dir_all(&scratch);
     Ok(())
+}
+
+/// The overheads the other frameworks paid on `model` (its name without `.linalg`), a
+/// negative one (XLA's FLOP accounting after fusion) counted as zero; ascending, distinct.
+fn target_overheads(alternatives: &Alternatives, model: &str) -> Vec<f64> {
+    let name = model.strip_suffix(".linalg").unwrap_or(model);
+    let mut targets: Vec<f64> = alternatives
+        .rows
+        .iter()
+        .filter(|a| a.model == name)
+        .filter_map(|a| a.recompute_overhead)
+        .map(|o| o.max(0.0))
+        .collect();
+    targets.sort_by(f64::total_cmp);
+    targets.dedup_by(|a, b| (*a - *b).abs() < 1e-12);
+    targets
+}
+
+/// Plans with each strategy at every whole percent from 99 down to [`TARGETED_FLOOR`] that is
+/// not one of the sweep's budgets, and keeps the plans within their budget whose overhead is
+/// within the largest target. A strategy stops after three budgets in a row that it misses or
+/// that cost more than twice the largest target (lower budgets only cost more), or at its
+/// time limit.
+fn targeted_search(
+    graph: &Path,
+    model: &str,
+    strategies: &[String],
+    budgets: &[f64],
+    targets: &[f64],
+    time_limit: f64,
+) -> Vec<SweepRow> {
+    let largest = targets.last().copied().unwrap_or(0.0);
+    let mut rows = Vec::new();
+    for s in strategies {
+        let mut useless_in_a_row = 0;
+        for percent in (TARGETED_FLOOR..100).rev().map(f64::from) {
+            if budgets.contains(&percent) {
+                continue;
+            }
+            let plan = run_plan(&GraphSource::File(graph.to_path_buf()), s, percent, time_limit);
+            if plan.timed_out() {
+                break;
+            }
+            let overhead = plan.overhead().filter(|_| plan.fits);
+            if overhead.is_none_or(|o| o > 2.0 * largest + 0.05) {
+                useless_in_a_row += 1;
+                if useless_in_a_row == 3 {
+                    break;
+                }
+            } else {
+                useless_in_a_row = 0;
+            }
+            if overhead.is_some_and(|o| o <= largest + 1e-9) {
+                rows.push(SweepRow {
+                    model: model.to_string(),
+                    strategy: s.clone(),
+                    percent,
+                    plan,
+                    planned_by_remat_opt: None,
+                    measured_peak: None,
+                    measure_note: None,
+                    targeted: true,
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// For each target overhead, measures `model`'s least-peak plan within its budget that costs
+/// at most the target (the lower cost among equal peaks), unless it was measured already.
+fn measure_targets(measurer: &mut Measurer, rows: &mut [SweepRow], model: &str, targets: &[f64]) {
+    for &target in targets {
+        let best = rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.model == model && r.plan.fits)
+            .filter_map(|(i, r)| {
+                let (peak, overhead) = (r.plan.peak?, r.plan.overhead()?);
+                (overhead <= target + 1e-9).then_some((i, peak, overhead))
+            })
+            .min_by(|a, b| a.1.cmp(&b.1).then(a.2.total_cmp(&b.2)))
+            .map(|(i, _, _)| i);
+        if let Some(i) = best {
+            if rows[i].measured_peak.is_none() {
+                rows[i].measure_note = None;
+                measurer.measure(&mut rows[i]);
+            }
+        }
+    }
 }
 
 fn model_name(path: &Path) -> String {
@@ -316,4 +446,26 @@ fn to_csv(doc: &SweepDoc) -> String {
         );
     }
     csv
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_are_the_models_overheads_with_negative_ones_at_zero() {
+        let alternatives: Alternatives = serde_json::from_str(
+            r#"{"versions": {}, "rows": [
+                {"framework": "XLA", "model": "t", "policy": "none", "peak_bytes": 9, "recompute_overhead": 0.0, "how": ""},
+                {"framework": "XLA", "model": "t", "policy": "dots_saveable", "peak_bytes": 5, "recompute_overhead": -0.03, "how": ""},
+                {"framework": "XLA", "model": "t", "policy": "nothing_saveable", "peak_bytes": 3, "recompute_overhead": 0.22, "how": ""},
+                {"framework": "XLA", "model": "u", "policy": "nothing_saveable", "peak_bytes": 3, "recompute_overhead": 0.5, "how": ""},
+                {"framework": "XLA", "model": "t", "policy": "other", "peak_bytes": 3, "recompute_overhead": null, "how": ""}
+            ]}"#,
+        )
+        .unwrap();
+        assert_eq!(target_overheads(&alternatives, "t.linalg"), vec![0.0, 0.22]);
+        assert_eq!(target_overheads(&alternatives, "u"), vec![0.5]);
+        assert!(target_overheads(&alternatives, "v.linalg").is_empty());
+    }
 }
