@@ -61,20 +61,21 @@ pub fn fusion_candidates(imported: &ImportedFunction) -> Vec<FusionPair> {
     pairs
 }
 
-/// Fuses `pairs` in order and returns how many were fused. A pair that no longer qualifies is
-/// skipped. `imported` is stale afterwards: import the function again.
+/// Fuses `pairs` in order and returns how many were fused; the first pair that cannot be fused
+/// ends it (whoever chose the pairs judged each on the ones before it). `imported` is stale
+/// afterwards: import the function again.
 pub fn apply_fusions(imported: &ImportedFunction, pairs: &[FusionPair]) -> usize {
     let mut current: Vec<Option<mlir_sys::MlirOperation>> = imported.mains.clone();
     let mut fused = 0;
     for pair in pairs {
         let (Some(consumer), Some(producer)) = (current[pair.consumer.index()], current[pair.producer.index()]) else {
-            continue;
+            break;
         };
-        let [result] = ir::results(producer)[..] else { continue };
+        let [result] = ir::results(producer)[..] else { break };
         let remaining_uses = ir::uses(result).len();
         let op = unsafe { rematFuse(consumer, result) };
         if op.ptr.is_null() {
-            continue;
+            break;
         }
         fused += 1;
         current[pair.consumer.index()] = Some(op);
