@@ -278,29 +278,53 @@ fn measured(md: &mut String, sweep: &SweepDoc) {
         return;
     }
     let equal = runs.iter().filter(|r| r.measured_peak == r.plan.peak && r.planned_by_remat_opt == r.plan.peak).count();
+    let identical = runs.iter().filter(|r| r.outputs_match == Some(true)).count();
+    let failed: Vec<&SweepRow> = sweep
+        .rows
+        .iter()
+        .filter(|r| r.measured_peak.is_none() && r.measure_note.as_deref().is_some_and(|n| n.starts_with("remat-")))
+        .collect();
     let _ = writeln!(
         md,
         "At each budget, the cheapest plan within it was rewritten by remat-opt and run by remat-run (MLIR steps that \
-         run on the CPU; StableHLO steps are planned only){}. **{equal} of {} runs measured exactly the planned peak.**\n",
+         run on the CPU; StableHLO steps are planned only){}. **{equal} of {} runs measured exactly the planned peak**, \
+         and {identical} computed outputs bit-identical to the input step's (`remat-run --compare-with` the input: for a \
+         step fused by default, the unfused original). Runs that failed: {}.\n",
         if sweep.targeted_strategies.is_empty() {
             ""
         } else {
             "; so were the plans the targeted stage chose (budgets marked `targeted`, see Beside XLA and PyTorch)"
         },
-        runs.len()
+        runs.len(),
+        if failed.is_empty() {
+            "none".to_string()
+        } else {
+            failed
+                .iter()
+                .map(|r| {
+                    format!("{} {} {}: {}", r.model, r.strategy, budget_label(r), r.measure_note.as_deref().unwrap_or(""))
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        }
     );
-    let _ = writeln!(md, "| model | budget | strategy | overhead | planned (remat-bench) | planned (remat-opt) | measured | measured − planned |\n|---|---:|---|---:|---:|---:|---:|---:|");
+    let _ = writeln!(md, "| model | budget | strategy | overhead | planned (remat-bench) | planned (remat-opt) | measured | measured − planned | outputs |\n|---|---:|---|---:|---:|---:|---:|---:|---|");
     for r in runs {
         let (planned, measured) = (r.plan.peak.unwrap_or(0), r.measured_peak.unwrap_or(0));
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {planned} | {} | {measured} | {:+} |",
+            "| {} | {} | {} | {} | {planned} | {} | {measured} | {:+} | {} |",
             r.model,
             budget_label(r),
             r.strategy,
             r.plan.overhead().map(pct).unwrap_or_default(),
             r.planned_by_remat_opt.map(|v| v.to_string()).unwrap_or_default(),
-            measured as i128 - planned as i128
+            measured as i128 - planned as i128,
+            match r.outputs_match {
+                Some(true) => "bit-identical",
+                Some(false) => "DIFFER",
+                None => "not compared",
+            }
         );
     }
     let _ = writeln!(md);
@@ -655,6 +679,7 @@ mod tests {
             percent,
             planned_by_remat_opt: measured,
             measured_peak: measured,
+            outputs_match: measured.map(|_| true),
             measure_note: None,
             plan,
             targeted: false,
@@ -706,7 +731,8 @@ mod tests {
         assert!(md.contains("at commit `abc1234` on a test machine"), "{md}");
         // At 60 % greedy (+20 %) beats treewidth (+50 %); none does not fit.
         assert!(md.contains("| m.linalg | 10 | 100 B | none +0.0% | greedy +20.0% |"), "{md}");
-        assert!(md.contains("**2 of 2 runs measured exactly the planned peak.**"), "{md}");
+        assert!(md.contains("**2 of 2 runs measured exactly the planned peak**, and 2 computed outputs"), "{md}");
+        assert!(md.contains("Runs that failed: none."), "{md}");
         assert!(md.contains("| none | over 100% |") || md.contains("| none | +0.0% (0.50s) | over 100% |"), "{md}");
         assert!(md.contains("| greedy | 0.500 | × >5s |"), "{md}");
     }

@@ -33,6 +33,10 @@ pub struct SweepRow {
     pub planned_by_remat_opt: Option<u64>,
     /// The peak remat-run measured running that step on the CPU.
     pub measured_peak: Option<u64>,
+    /// Whether that run's outputs were bit-identical to the input step's (remat-run
+    /// `--compare-with` the input: for an MLIR step fused by default, the unfused original).
+    #[serde(default)]
+    pub outputs_match: Option<bool>,
     /// Why there is no measurement.
     pub measure_note: Option<String>,
     /// Planned by the targeted stage (at a whole percent between the sweep's budgets), not at
@@ -145,6 +149,7 @@ pub fn run(
                     plan,
                     planned_by_remat_opt: None,
                     measured_peak: None,
+                    outputs_match: None,
                     measure_note: None,
                     targeted: false,
                 });
@@ -247,6 +252,7 @@ fn targeted_search(
                     plan,
                     planned_by_remat_opt: None,
                     measured_peak: None,
+                    outputs_match: None,
                     measure_note: None,
                     targeted: true,
                 });
@@ -312,8 +318,8 @@ struct Measurer<'a> {
     input: &'a Path,
     scratch: &'a Path,
     time_limit: f64,
-    /// Measured peaks by rewritten module text.
-    measured: HashMap<String, u64>,
+    /// Measured peaks and whether the outputs matched, by rewritten module text.
+    measured: HashMap<String, (u64, bool)>,
     /// Whether the input itself runs (checked at the first measurement): `Err(why)` when
     /// it does not, and then nothing is measured.
     runs: Option<Result<(), String>>,
@@ -326,7 +332,7 @@ impl<'a> Measurer<'a> {
 
     fn measure(&mut self, row: &mut SweepRow) {
         let runs = self.runs.get_or_insert_with(|| {
-            run_step(self.remat_run, self.input)
+            run_step(self.remat_run, self.input, None)
                 .map(|_| ())
                 .map_err(|e| format!("the input does not run on the CPU: {e}"))
         });
@@ -335,16 +341,18 @@ impl<'a> Measurer<'a> {
             return;
         }
         match self.plan_and_run(&row.strategy, row.percent) {
-            Ok((planned, measured)) => {
+            Ok((planned, (measured, outputs_match))) => {
                 row.planned_by_remat_opt = Some(planned);
                 row.measured_peak = Some(measured);
+                row.outputs_match = Some(outputs_match);
             }
             Err(why) => row.measure_note = Some(why),
         }
     }
 
-    /// remat-opt's planned peak and remat-run's measured one.
-    fn plan_and_run(&mut self, strategy: &str, percent: f64) -> Result<(u64, u64), String> {
+    /// remat-opt's planned peak, remat-run's measured one and whether the outputs matched the
+    /// input's.
+    fn plan_and_run(&mut self, strategy: &str, percent: f64) -> Result<(u64, (u64, bool)), String> {
         let (module, report) = (self.scratch.join("rewritten.mlir"), self.scratch.join("report.json"));
         let limit = self.time_limit.to_string();
         let mut opt = Command::new(self.remat_opt);
@@ -365,28 +373,33 @@ impl<'a> Measurer<'a> {
             .and_then(|r| r["plan"]["peak_bytes"].as_u64())
             .ok_or("remat-opt's report has no plan.peak_bytes")?;
         let text = read(&module)?;
-        if let Some(&peak) = self.measured.get(&text) {
-            return Ok((planned, peak));
+        if let Some(&run) = self.measured.get(&text) {
+            return Ok((planned, run));
         }
-        let peak = run_step(self.remat_run, &module)?;
-        self.measured.insert(text, peak);
-        Ok((planned, peak))
+        let run = run_step(self.remat_run, &module, Some(self.input))?;
+        self.measured.insert(text, run);
+        Ok((planned, run))
     }
 }
 
-/// Runs `step` with remat-run and returns the peak it measured.
-fn run_step(remat_run: &Path, step: &Path) -> Result<u64, String> {
+/// Runs `step` with remat-run and returns the peak it measured and, with `original`, whether
+/// the outputs were bit-identical to the original's (remat-run exits non-zero when they differ,
+/// and still prints its JSON).
+fn run_step(remat_run: &Path, step: &Path, original: Option<&Path>) -> Result<(u64, bool), String> {
     let mut run = Command::new(remat_run);
     run.arg(step).arg("--json");
+    if let Some(original) = original {
+        run.arg(format!("--compare-with={}", original.display()));
+    }
     let stdout = match run_with_limit(&mut run, 600.0) {
         Ok(Some(stdout)) => stdout,
         Ok(None) => return Err("remat-run timed out".into()),
         Err(e) => return Err(format!("remat-run: {e}")),
     };
-    serde_json::from_str::<serde_json::Value>(&stdout)
-        .ok()
-        .and_then(|r| r["peak_bytes"].as_u64())
-        .ok_or_else(|| "remat-run printed no peak_bytes".to_string())
+    let report = serde_json::from_str::<serde_json::Value>(&stdout).ok();
+    let peak = report.as_ref().and_then(|r| r["peak_bytes"].as_u64()).ok_or("remat-run printed no peak_bytes")?;
+    let matches = report.as_ref().and_then(|r| r["outputs_match"].as_bool()).unwrap_or(original.is_none());
+    Ok((peak, matches))
 }
 
 /// Peak (percent of the input order's) against compute (× the input order's), every plan of
