@@ -625,6 +625,12 @@ def main(argv=None):
     ap.add_argument("--out", default=os.path.join(here, "..", "..", "examples"))
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument(
+        "--transformer-blocks",
+        default="",
+        help="comma-separated depths N: also export transformerN, the transformer at N blocks "
+        "(steps deeper than the bundled ones, for checks on models not in the repo)",
+    )
+    ap.add_argument(
         "--strip-jax-attrs",
         action="store_true",
         help="drop mhlo.*/jax.*/sdy.* attributes from the linalg files "
@@ -632,7 +638,13 @@ def main(argv=None):
     )
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
-    for name in args.models.split(","):
+    names = args.models.split(",") if args.models else []
+    for blocks in filter(None, args.transformer_blocks.split(",")):
+        name = f"transformer{int(blocks)}"
+        MODELS[name] = Model(transformer_forward, lambda n=int(blocks): transformer_specs(n), softmax_xent_int,
+                             ("tokens", "labels"))
+        names.append(name)
+    for name in names:
         paths, removed, left = export(name, args.out, args.strip_jax_attrs)
         for p in paths.values():
             print(f"wrote {os.path.relpath(p)}")
