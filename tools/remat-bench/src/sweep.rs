@@ -45,6 +45,23 @@ pub struct SweepRow {
     pub targeted: bool,
 }
 
+impl SweepRow {
+    /// A plan, before anything is measured.
+    fn unmeasured(model: &str, strategy: &str, percent: f64, plan: PlanOutcome, targeted: bool) -> Self {
+        SweepRow {
+            model: model.to_string(),
+            strategy: strategy.to_string(),
+            percent,
+            plan,
+            planned_by_remat_opt: None,
+            measured_peak: None,
+            outputs_match: None,
+            measure_note: None,
+            targeted,
+        }
+    }
+}
+
 /// Everything a sweep recorded (`sweep.json`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SweepDoc {
@@ -142,17 +159,7 @@ pub fn run(
                 if plan.timed_out() {
                     out_of_time.push(s);
                 }
-                doc.rows.push(SweepRow {
-                    model: model.clone(),
-                    strategy: s.clone(),
-                    percent,
-                    plan,
-                    planned_by_remat_opt: None,
-                    measured_peak: None,
-                    outputs_match: None,
-                    measure_note: None,
-                    targeted: false,
-                });
+                doc.rows.push(SweepRow::unmeasured(&model, s, percent, plan, false));
             }
             let rows = &mut doc.rows[first..];
             if let Some(m) = &mut measurer {
@@ -245,17 +252,7 @@ fn targeted_search(
                 useless_in_a_row = 0;
             }
             if overhead.is_some_and(|o| o <= largest + 1e-9) {
-                rows.push(SweepRow {
-                    model: model.to_string(),
-                    strategy: s.clone(),
-                    percent,
-                    plan,
-                    planned_by_remat_opt: None,
-                    measured_peak: None,
-                    outputs_match: None,
-                    measure_note: None,
-                    targeted: true,
-                });
+                rows.push(SweepRow::unmeasured(model, s, percent, plan, true));
             }
         }
     }
