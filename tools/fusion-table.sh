@@ -17,7 +17,7 @@ opt=${CARGO_TARGET_DIR:-target}/release/remat-opt
 [ -x "$opt" ] || cargo build --release --quiet -p remat-opt
 command -v jq >/dev/null || { echo "fusion-table: needs jq (apt-get install jq)" >&2; exit 1; }
 examples=(mlp rnn_scan transformer resnet transformer12 torch_mlp)
-strategies=(greedy treewidth pathwidth acg dtr chain)
+strategies=(greedy treewidth pathwidth acg dtr chain hierarchical)
 report=$(mktemp)
 trap 'rm -f "$report"' EXIT
 

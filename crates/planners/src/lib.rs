@@ -18,6 +18,7 @@ pub mod division;
 pub mod dtr;
 pub mod fusion;
 pub mod greedy;
+pub mod hierarchical;
 pub mod ilp;
 pub mod none;
 pub mod pathdec;
@@ -132,6 +133,7 @@ pub static STRATEGIES: &[&dyn Planner] = &[
     &acg::AcgRemat,
     &dtr::DtrRemat,
     &chain::planner::ChainRemat,
+    &hierarchical::HierarchicalRemat,
     &ilp::IlpRemat,
     &auto::AutoRemat,
 ];

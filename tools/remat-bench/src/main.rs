@@ -153,7 +153,11 @@ enum Command {
         /// Budgets, as percentages of the input order's peak.
         #[arg(long, value_delimiter = ',', default_value = "100,80,60,50,40,30")]
         budgets: Vec<f64>,
-        #[arg(long, value_delimiter = ',', default_value = "none,greedy,treewidth,pathwidth,acg,dtr,chain,ilp")]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "none,greedy,treewidth,pathwidth,acg,dtr,chain,hierarchical,ilp"
+        )]
         strategies: Vec<String>,
         /// Seconds each plan may take (the ILP's solver limit too).
         #[arg(long, default_value_t = 60.0)]
@@ -172,7 +176,7 @@ enum Command {
         #[arg(long)]
         alternatives: Option<PathBuf>,
         /// Strategies of that targeted stage.
-        #[arg(long, value_delimiter = ',', default_value = "greedy,treewidth,pathwidth,acg,dtr,chain")]
+        #[arg(long, value_delimiter = ',', default_value = "greedy,treewidth,pathwidth,acg,dtr,chain,hierarchical")]
         targeted_strategies: Vec<String>,
         /// Directory for sweep.json, sweep.csv and the charts.
         #[arg(long, default_value = "docs/benchmarks")]
@@ -186,7 +190,11 @@ enum Command {
         /// Target node counts.
         #[arg(long, value_delimiter = ',', default_value = "1000,2000,5000,10000,20000,50000,100000")]
         sizes: Vec<usize>,
-        #[arg(long, value_delimiter = ',', default_value = "greedy,treewidth,pathwidth,acg,dtr,chain,ilp")]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "greedy,treewidth,pathwidth,acg,dtr,chain,hierarchical,ilp"
+        )]
         strategies: Vec<String>,
         /// The budget, in percent of the input order's peak.
         #[arg(long, default_value_t = 50.0)]

@@ -12,8 +12,9 @@
 //! The stretches between cuts are the stages; what follows the last cut (the loss and what
 //! feeds it) is the loss stage L+1. Each backward node joins the lowest stage among its
 //! inputs' (forward inputs by their stage, backward inputs by theirs, crossing values not
-//! counted; none: the loss stage), so B_ℓ only waits for backward nodes of stages ≥ ℓ, which
-//! the chain order runs first.
+//! counted), so B_ℓ only waits for backward nodes of stages ≥ ℓ, which the chain order runs
+//! first; a backward node with no such input (a transposed weight) joins the highest stage
+//! among its readers', so that it runs when first needed (none: the loss stage).
 //!
 //! Table 1's terms, per stage ℓ: u_F and u_B sum the stage's forward and backward costs;
 //! a_ℓ is the bytes the cut node keeps resident; ā_ℓ adds the stage's forward values that a
@@ -216,19 +217,32 @@ impl ChainView {
                 stage_of[v.index()] = k;
             }
         }
-        let mut backward = vec![Vec::new(); stages];
-        for &v in order.iter().filter(|v| !part.contains[v.index()]) {
-            // Values that may cross cuts say nothing about where a backward node belongs.
+        // A backward node joins the lowest stage among its inputs'; values that may cross cuts
+        // say nothing about where it belongs. One with no such input (a transposed weight, a
+        // zero gradient) joins the highest stage among its readers', the first to run in the
+        // backward, so that it is computed when first needed rather than with the loss.
+        let backward_nodes: Vec<NodeId> = order.iter().copied().filter(|v| !part.contains[v.index()]).collect();
+        let mut floating = vec![false; graph.len()];
+        for &v in &backward_nodes {
             let s = graph
                 .preds(v)
                 .iter()
-                .filter(|p| !from_constants[p.index()] && stored_bytes(graph, **p) > 0)
+                .filter(|p| !from_constants[p.index()] && stored_bytes(graph, **p) > 0 && !floating[p.index()])
                 .map(|p| stage_of[p.index()])
                 .filter(|&s| s != usize::MAX)
-                .min()
-                .unwrap_or(stages - 1);
-            stage_of[v.index()] = s;
-            backward[s].push(v);
+                .min();
+            match s {
+                Some(s) => stage_of[v.index()] = s,
+                None => floating[v.index()] = true,
+            }
+        }
+        for &v in backward_nodes.iter().rev().filter(|v| floating[v.index()]) {
+            let readers = graph.succs(v).iter().filter(|s| !part.contains[s.index()]).map(|s| stage_of[s.index()]);
+            stage_of[v.index()] = readers.filter(|&s| s != usize::MAX).max().unwrap_or(stages - 1);
+        }
+        let mut backward = vec![Vec::new(); stages];
+        for &v in &backward_nodes {
+            backward[stage_of[v.index()]].push(v);
         }
         let bytes = |v: NodeId| graph.node(v).bytes;
         let cost = |vs: &[NodeId]| vs.iter().map(|&v| graph.node(v).cost).sum::<f64>();
@@ -503,6 +517,28 @@ mod tests {
         assert!(!view.chain.is_empty());
         let all: usize = view.forward.iter().chain(&view.backward).map(Vec::len).sum();
         assert_eq!(all, order.len(), "every node is in exactly one stage");
+    }
+
+    #[test]
+    fn a_backward_node_reading_only_arguments_joins_its_readers_stage() {
+        use remat_graph::{GraphBuilder, NodeSpec};
+        // Two linear layers; the backward of the first reads a transposed weight that depends
+        // on the argument alone. It must run with the first layer's backward, not with the loss.
+        let mut b = GraphBuilder::new();
+        let x = b.add(NodeSpec::argument("x", 64), &[]);
+        let w = b.add(NodeSpec::argument("w", 64), &[]);
+        let h1 = b.add(NodeSpec::op("h1", 64, 1.0), &[x, w]);
+        let h2 = b.add(NodeSpec::op("h2", 64, 1.0), &[h1, w]);
+        let loss = b.add(NodeSpec::op("loss", 4, 1.0), &[h2]);
+        let wt = b.add(NodeSpec::op("wt", 64, 1.0).backward(true), &[w]);
+        let g2 = b.add(NodeSpec::op("g2", 64, 1.0).backward(true), &[loss, h2]);
+        let g1 = b.add(NodeSpec::op("g1", 64, 1.0).backward(true).output(), &[g2, wt, h1]);
+        let graph = b.finish().unwrap();
+        let order = graph.topological_schedule();
+        let view = ChainView::of(&graph, &order);
+        let stage_of = |v: NodeId| view.backward.iter().position(|b| b.contains(&v)).unwrap();
+        assert_eq!(stage_of(wt), stage_of(g1), "wt runs with its reader");
+        assert!(stage_of(wt) < view.backward.len() - 1, "not with the loss");
     }
 
     #[test]

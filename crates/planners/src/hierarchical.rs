@@ -1,0 +1,721 @@
+//! `hierarchical`: the step as a sequence of blocks, each offering a menu of ways to run its
+//! forward and backward, combined by a dynamic program over the sequence — Rockmate's
+//! structure (Zhao, Le Provost, Hecht, Eyraud-Dubois, Beaumont, ICML 2023: per-block
+//! options, §3, fed to Rotor's chain DP extended to several "F_all" options per block, §4).
+//!
+//! # Blocks
+//!
+//! The blocks are the stages of the chain view ([`ChainView`]): the forward part cut at its
+//! articulation points, each backward node joined to the lowest stage among its inputs. A
+//! block's forward always runs whole; what differs between its options is what that forward
+//! *keeps* for the block's backward.
+//!
+//! # A block's menu
+//!
+//! R is the set of the block's forward values that a backward node reads (the block's output
+//! aside, which is the next block's input and always kept). An option keeps K ⊆ R; the
+//! backward recomputes, from the block's input and K, the forward nodes that rebuild R \ K,
+//! each right before the first backward node that needs it ("just in time"). Its terms for
+//! the DP: ā = a + |K| bytes kept; the recomputation's cost, added to u_B; the forward's
+//! transient bytes (the peak of its other values, each alive until its last reader in the
+//! forward) and the backward's (the peak of what the backward computes, recomputations
+//! included, each alive until its last reader there, or to its end when read later), both
+//! measured on the block's own sequence rather than the chain's sum of everything.
+//!
+//! Rockmate solves an ILP per block at several budgets for its menu; here the menu is the
+//! path of a greedy that starts from K = R and drops the kept value whose recomputation adds
+//! the least cost per byte it frees (on blocks with more than [`GREEDY_ROUNDS`] values, the
+//! best-scoring share of them per round), down to K = ∅ — `jax.checkpoint`'s
+//! `nothing_saveable` for that block. Options dominated in (bytes, cost) are dropped and at
+//! most [`MAX_OPTIONS`] kept. K = R is the chain's F_all.
+//!
+//! # The dynamic program
+//!
+//! Rotor's persistent recursion ([`crate::chain::dp`], Beaumont et al. 2019) with F_all^i
+//! replaced by F_all^{i,o} for each option o of block i: `val(i, j, m)` is the least cost of
+//! the backward of blocks i..=j from their input with m memory units free, either by
+//! F_all^{i,o}, the rest on top of ā_{i,o}, then B_{i,o}; or by F_ck^i F_∅^{i+1} … F_∅^k, the
+//! blocks after k on top of a_k, then i..=k. One term the chain lacks: the step outputs a
+//! block's backward computes (a parameter's update) stay resident from then on, so the
+//! blocks processed after it have that much less room. Memory is discretized in [`SLOTS`]
+//! units of the DP's budget, sizes rounded up (or in the gcd of all sizes when the budget is
+//! at most that many of them: exact).
+//!
+//! The DP's terms still approximate the memory model (ā is held through the whole backward,
+//! gradients shared between blocks are counted per block), so, as the chain planner does,
+//! every candidate is lowered and measured with the memory model: the DP's budget is bisected
+//! for the largest one whose schedule fits the real budget, [`PROBES`] smaller DP budgets are
+//! tried too, and the cheapest measured schedule wins. A second pass leaves the outputs term
+//! out: less conservative, it reaches budgets the first cannot.
+//!
+//! What this does not do yet: sub-blocks (a block's menu is not itself planned recursively),
+//! exact per-block option solving, and a certificate (a lower bound on the cost at the
+//! budget).
+
+use crate::chain::model::Chain;
+use crate::chain::planner::ChainView;
+use crate::step::stored_bytes;
+use crate::{FallbackCause, InvalidRequest, PlanDetails, PlanError, PlanRequest, Planner, StopReason, StrategyFacts};
+use remat_graph::{simulate, Graph, NodeId, Schedule};
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+/// Memory units of the DP (its budget divided into this many).
+pub const SLOTS: usize = 120;
+
+/// The most options a block's menu keeps (evenly spread over the greedy's path).
+pub const MAX_OPTIONS: usize = 16;
+
+/// The most rounds of a block's greedy (module documentation).
+pub const GREEDY_ROUNDS: usize = 48;
+
+/// One way to run a block: what its forward keeps, what its backward recomputes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockOption {
+    /// The forward values the backward reads that the forward keeps (the output aside).
+    pub kept: Vec<NodeId>,
+    /// The forward nodes the backward runs again, in program order.
+    pub recompute: Vec<NodeId>,
+    /// Bytes kept from the forward to the backward, the block's output included (ā).
+    pub a_bar: u64,
+    /// Cost of the recomputation.
+    pub recompute_cost: f64,
+    /// Transient bytes of the forward beyond its input and what it keeps: the peak of the
+    /// other values it computes, each alive until its last reader in the block's forward.
+    pub forward_overhead: u64,
+    /// Transient bytes of the backward beyond what it starts with and its gradient δ_{ℓ−1}:
+    /// the peak of the values it computes (recomputed ones included), each alive until its
+    /// last reader in the backward, or to its end when read later or a step output.
+    pub backward_overhead: u64,
+}
+
+/// The step as blocks, each with its menu.
+#[derive(Clone, Debug)]
+pub struct Blocks {
+    /// The chain view: the blocks' nodes and Table 1's terms.
+    pub view: ChainView,
+    /// Options of blocks 1..=L (index ℓ − 1); the first keeps everything (the chain's F_all).
+    pub menus: Vec<Vec<BlockOption>>,
+    /// Bytes of the step outputs each block's backward computes, blocks 1..=L+1 (index ℓ − 1):
+    /// they stay resident from then on, which the chain's terms do not count.
+    pub outputs: Vec<u64>,
+}
+
+impl Blocks {
+    /// Cuts the step into blocks and builds each block's menu.
+    pub fn of(graph: &Graph, order: &[NodeId]) -> Blocks {
+        let view = ChainView::of(graph, order);
+        let menus = (0..view.chain.len()).map(|k| menu(graph, &view, k)).collect();
+        let outputs = view
+            .backward
+            .iter()
+            .map(|b| b.iter().filter(|&&v| graph.node(v).output).map(|&v| stored_bytes(graph, v)).sum())
+            .collect();
+        Blocks { view, menus, outputs }
+    }
+
+    /// The step schedule of a block schedule: a forward runs the block's forward nodes in
+    /// program order; a backward first recomputes its option's nodes, each just before the
+    /// first backward node that needs it, and runs the block's backward nodes.
+    pub fn lower(&self, graph: &Graph, ops: &[BlockOp]) -> Schedule {
+        let mut schedule = Vec::new();
+        for &op in ops {
+            match op {
+                BlockOp::Forward(l) | BlockOp::ForwardAll(l, _) => schedule.extend(&self.view.forward[l - 1]),
+                BlockOp::Backward(l, o) => {
+                    let recompute = self.menus.get(l - 1).map_or(&[][..], |m| &m[o].recompute[..]);
+                    just_in_time(graph, recompute, &self.view.backward[l - 1], &mut schedule);
+                }
+            }
+        }
+        schedule
+    }
+}
+
+/// Appends `backward`, each node preceded by the nodes of `recompute` it needs (transitively,
+/// through `recompute`) that have not run yet, in program order.
+fn just_in_time(graph: &Graph, recompute: &[NodeId], backward: &[NodeId], schedule: &mut Schedule) {
+    let index: HashMap<NodeId, usize> = recompute.iter().enumerate().map(|(i, &v)| (v, i)).collect();
+    let position = |v: NodeId| index.get(&v).copied();
+    let mut done = vec![false; recompute.len()];
+    for &b in backward {
+        let mut wanted = Vec::new();
+        let mut stack: Vec<NodeId> = graph.preds(b).to_vec();
+        while let Some(v) = stack.pop() {
+            if let Some(i) = position(v) {
+                if !done[i] {
+                    done[i] = true;
+                    wanted.push(i);
+                    stack.extend_from_slice(graph.preds(v));
+                }
+            }
+        }
+        wanted.sort_unstable();
+        schedule.extend(wanted.into_iter().map(|i| recompute[i]));
+        schedule.push(b);
+    }
+}
+
+/// The peak bytes of the values `sequence` computes alive at once, each from its step to its
+/// last reader in `sequence` (with `persist`: to the end when a node outside `sequence` reads
+/// it or it is a step output), leaving out those `skip` names. Views hold no bytes of their own.
+fn local_peak(graph: &Graph, sequence: &[NodeId], persist: bool, skip: impl Fn(NodeId) -> bool) -> u64 {
+    let mut at = HashMap::with_capacity(sequence.len());
+    for (t, &v) in sequence.iter().enumerate() {
+        at.insert(v, t);
+    }
+    let mut delta = vec![0i64; sequence.len() + 1];
+    for (t, &v) in sequence.iter().enumerate() {
+        let node = graph.node(v);
+        if node.view_of.is_some() || skip(v) {
+            continue;
+        }
+        let outside = node.output || graph.succs(v).iter().any(|s| !at.contains_key(s));
+        let end = if persist && outside {
+            sequence.len()
+        } else {
+            graph.succs(v).iter().filter_map(|s| at.get(s)).copied().filter(|&r| r > t).max().unwrap_or(t) + 1
+        };
+        delta[t] += node.bytes as i64;
+        delta[end] -= node.bytes as i64;
+    }
+    let (mut live, mut peak) = (0i64, 0i64);
+    for d in &delta[..sequence.len()] {
+        live += d;
+        peak = peak.max(live);
+    }
+    peak as u64
+}
+
+/// Block `k`'s menu (0-based): the greedy path from keeping every value the backward reads to
+/// keeping none, without dominated options, at most [`MAX_OPTIONS`] of them. Each greedy round
+/// drops the best-scoring kept value, or on blocks with more than [`GREEDY_ROUNDS`] such
+/// values the best-scoring share of them, so a block costs O(rounds · |R| · its edges).
+fn menu(graph: &Graph, view: &ChainView, k: usize) -> Vec<BlockOption> {
+    let forward = &view.forward[k];
+    let f = forward.len();
+    let local: HashMap<NodeId, usize> = forward.iter().enumerate().map(|(i, &v)| (v, i)).collect();
+    let preds: Vec<Vec<usize>> =
+        forward.iter().map(|&v| graph.preds(v).iter().filter_map(|p| local.get(p).copied()).collect()).collect();
+    let output = f - 1;
+    let read: Vec<usize> = view.stored[k][1..].iter().filter_map(|v| local.get(v).copied()).collect();
+    let bytes = |i: usize| graph.node(forward[i]).bytes;
+    let cost = |i: usize| graph.node(forward[i]).cost;
+    // The nodes to run again when `keep` is kept: every read value not kept, and what it needs
+    // that is neither kept nor the block's output.
+    let rerun = |keep: &[bool]| -> Vec<bool> {
+        let mut need = vec![false; f];
+        for &r in &read {
+            need[r] = !keep[r];
+        }
+        for i in (0..f).rev() {
+            if need[i] {
+                for &p in &preds[i] {
+                    if !keep[p] && p != output {
+                        need[p] = true;
+                    }
+                }
+            }
+        }
+        need
+    };
+    let total = |need: &[bool]| (0..f).filter(|&i| need[i]).map(cost).sum::<f64>();
+    let kept_bytes = |keep: &[bool]| read.iter().filter(|&&r| keep[r]).map(|&r| bytes(r)).sum::<u64>();
+    let mut keep = vec![false; f];
+    for &r in &read {
+        keep[r] = true;
+    }
+    // The path as (what is kept, its bytes, its recomputation's cost).
+    let mut path = vec![(keep.clone(), kept_bytes(&keep), 0.0)];
+    let per_round = read.len().div_ceil(GREEDY_ROUNDS).max(1);
+    let mut current = 0.0;
+    loop {
+        // Score each kept value by the recomputation its drop adds per byte it frees.
+        let candidates: Vec<usize> = read.iter().copied().filter(|&r| keep[r] && bytes(r) > 0).collect();
+        if candidates.is_empty() {
+            break;
+        }
+        let mut scored: Vec<(f64, usize)> = candidates
+            .into_iter()
+            .map(|r| {
+                keep[r] = false;
+                let added = total(&rerun(&keep)) - current;
+                keep[r] = true;
+                (added / bytes(r) as f64, r)
+            })
+            .collect();
+        scored.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+        for &(_, r) in scored.iter().take(per_round) {
+            keep[r] = false;
+        }
+        current = total(&rerun(&keep));
+        path.push((keep.clone(), kept_bytes(&keep), current));
+    }
+    // Drop dominated options (fewer bytes must cost more), then spread at most MAX_OPTIONS.
+    path.sort_by(|x, y| x.1.cmp(&y.1).then(x.2.total_cmp(&y.2)));
+    let mut front: Vec<(Vec<bool>, u64, f64)> = Vec::new();
+    for o in path {
+        if front.last().is_none_or(|last| o.2 < last.2) {
+            front.push(o);
+        }
+    }
+    front.reverse(); // most kept first
+    if front.len() > MAX_OPTIONS {
+        let n = front.len();
+        front = (0..MAX_OPTIONS).map(|i| front[i * (n - 1) / (MAX_OPTIONS - 1)].clone()).collect();
+    }
+    front
+        .into_iter()
+        .map(|(keep, kept, recompute_cost)| {
+            let need = rerun(&keep);
+            let kept_nodes: Vec<NodeId> = read.iter().filter(|&&r| keep[r]).map(|&r| forward[r]).collect();
+            let recompute: Vec<NodeId> = (0..f).filter(|&i| need[i]).map(|i| forward[i]).collect();
+            let mut sequence = Vec::new();
+            just_in_time(graph, &recompute, &view.backward[k], &mut sequence);
+            let skipped: HashSet<NodeId> = kept_nodes.iter().copied().chain([forward[output]]).collect();
+            BlockOption {
+                a_bar: view.chain.stages[k].a + kept,
+                forward_overhead: local_peak(graph, forward, false, |v| skipped.contains(&v)),
+                backward_overhead: local_peak(graph, &sequence, true, |_| false).saturating_sub(view.chain.delta(k)),
+                recompute,
+                recompute_cost,
+                kept: kept_nodes,
+            }
+        })
+        .collect()
+}
+
+/// One operation of a block schedule (blocks 1..=L+1, L+1 the loss; options index the
+/// block's menu).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BlockOp {
+    /// F_ck or F_∅: the block's forward, keeping only its output.
+    Forward(usize),
+    /// F_all with an option: the forward, keeping what the option keeps.
+    ForwardAll(usize, usize),
+    /// The backward with an option's recomputation.
+    Backward(usize, usize),
+}
+
+impl fmt::Display for BlockOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            BlockOp::Forward(l) => write!(f, "F^{l}"),
+            BlockOp::ForwardAll(l, o) => write!(f, "F_all^{l}.{o}"),
+            BlockOp::Backward(l, o) => write!(f, "B^{l}.{o}"),
+        }
+    }
+}
+
+/// One option in memory units.
+#[derive(Clone, Copy)]
+struct Unit {
+    a_bar: i64,
+    of: i64,
+    ob: i64,
+    extra: f64,
+}
+
+/// Rotor's recursion with menus (module documentation), in memory units.
+struct MenuDp {
+    l1: usize,
+    mm: usize,
+    a: Vec<i64>,
+    d: Vec<i64>,
+    /// Σ over blocks 1..=ℓ of the step outputs their backward computes (they stay resident
+    /// once computed; index 0: 0).
+    g: Vec<i64>,
+    of: Vec<i64>,
+    uf: Vec<f64>,
+    ub: Vec<f64>,
+    /// Options of blocks 1..=L+1 (index 0 unused).
+    options: Vec<Vec<Unit>>,
+    val: Vec<f64>,
+    /// Below [`SPLIT`]: F_all with that option; else F_ck … up to block i + choice − SPLIT − 1.
+    choice: Vec<u32>,
+}
+
+const SPLIT: u32 = 1 << 16;
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+impl MenuDp {
+    fn new(chain: &Chain, menus: &[Vec<BlockOption>], outputs: &[u64], budget: u64) -> MenuDp {
+        let l = chain.len();
+        // The exact unit (the gcd of every size) when the budget is at most `SLOTS` of them.
+        let sizes = chain
+            .all_sizes()
+            .into_iter()
+            .chain(menus.iter().flatten().flat_map(|o| [o.a_bar, o.forward_overhead, o.backward_overhead]));
+        let exact = sizes.fold(0, gcd).max(1);
+        let unit = if budget / exact <= SLOTS as u64 { exact } else { budget.div_ceil(SLOTS as u64).max(1) };
+        let q = |bytes: u64| bytes.div_ceil(unit) as i64;
+        let mut a: Vec<i64> = (0..=l).map(|k| q(chain.a(k))).collect();
+        a.push(0);
+        let d = (0..=l + 1).map(|k| q(chain.delta(k))).collect();
+        let mut uf = vec![0.0];
+        uf.extend((1..=l + 1).map(|k| chain.uf(k)));
+        let mut ub = vec![0.0];
+        ub.extend((1..=l + 1).map(|k| chain.ub(k)));
+        let mut options = vec![Vec::new()];
+        for menu in menus {
+            options.push(
+                menu.iter()
+                    .map(|o| Unit {
+                        a_bar: q(o.a_bar),
+                        of: q(o.forward_overhead),
+                        ob: q(o.backward_overhead),
+                        extra: o.recompute_cost,
+                    })
+                    .collect(),
+            );
+        }
+        options.push(vec![Unit {
+            a_bar: q(chain.abar(l + 1)),
+            of: q(chain.of(l + 1)),
+            ob: q(chain.ob(l + 1)),
+            extra: 0.0,
+        }]);
+        // F_ck and F_∅ keep the output only: the forward overhead of keeping nothing else.
+        let mut of = vec![0];
+        of.extend(menus.iter().map(|m| m.iter().map(|o| q(o.forward_overhead)).max().unwrap_or(0)));
+        of.push(q(chain.of(l + 1)));
+        let mut g = vec![0];
+        for &bytes in outputs {
+            g.push(g.last().unwrap() + q(bytes));
+        }
+        let l1 = l + 1;
+        let mm = (budget / unit) as usize + 1;
+        let pairs = l1 * (l1 + 1) / 2;
+        let mut dp = MenuDp {
+            l1,
+            mm,
+            a,
+            d,
+            g,
+            of,
+            uf,
+            ub,
+            options,
+            val: vec![f64::INFINITY; pairs * mm],
+            choice: vec![0; pairs * mm],
+        };
+        dp.fill();
+        dp
+    }
+
+    fn at(&self, i: usize, j: usize, m: i64) -> usize {
+        ((j - 1) * j / 2 + (i - 1)) * self.mm + m as usize
+    }
+
+    fn get(&self, i: usize, j: usize, m: i64) -> f64 {
+        if m < 0 {
+            return f64::INFINITY;
+        }
+        self.val[self.at(i, j, m.min(self.mm as i64 - 1))]
+    }
+
+    fn fill(&mut self) {
+        for len in 0..self.l1 {
+            for i in 1..=self.l1 - len {
+                let j = i + len;
+                for m in 0..self.mm as i64 {
+                    let (mut best, mut choice) = (f64::INFINITY, 0u32);
+                    for (o, opt) in self.options[i].iter().enumerate() {
+                        if opt.a_bar + opt.of > m {
+                            continue;
+                        }
+                        let cand = if len == 0 {
+                            if opt.a_bar + self.d[i - 1] + opt.ob > m {
+                                continue;
+                            }
+                            self.uf[i] + self.ub[i] + opt.extra
+                        } else {
+                            let outputs = self.g[j] - self.g[i];
+                            if opt.a_bar + self.d[i] + self.d[i - 1] + opt.ob - self.d[j] + outputs > m {
+                                continue;
+                            }
+                            self.uf[i] + self.get(i + 1, j, m - opt.a_bar) + self.ub[i] + opt.extra
+                        };
+                        if cand < best {
+                            best = cand;
+                            choice = o as u32;
+                        }
+                    }
+                    if len > 0 {
+                        let mut need = self.a[i] + self.of[i];
+                        let mut tf = self.uf[i];
+                        for k in i..j {
+                            if k > i {
+                                need = need.max(self.a[k - 1] + self.a[k] + self.of[k]);
+                                tf += self.uf[k];
+                            }
+                            if need > m {
+                                break;
+                            }
+                            let t1 = self.get(k + 1, j, m - self.a[k]);
+                            if !t1.is_finite() {
+                                continue;
+                            }
+                            let outputs = self.g[j] - self.g[k];
+                            let cand = tf + t1 + self.get(i, k, m + self.d[j] - self.d[k] - outputs);
+                            if cand < best {
+                                best = cand;
+                                choice = SPLIT + (k - i + 1) as u32;
+                            }
+                        }
+                    }
+                    let at = self.at(i, j, m);
+                    self.val[at] = best;
+                    self.choice[at] = choice;
+                }
+            }
+        }
+    }
+
+    fn emit(&self, i: usize, j: usize, m: i64, ops: &mut Vec<BlockOp>) {
+        let m = m.min(self.mm as i64 - 1);
+        let c = self.choice[self.at(i, j, m)];
+        if c < SPLIT {
+            let o = c as usize;
+            ops.push(BlockOp::ForwardAll(i, o));
+            if i < j {
+                self.emit(i + 1, j, m - self.options[i][o].a_bar, ops);
+            }
+            ops.push(BlockOp::Backward(i, o));
+        } else {
+            let k = i + (c - SPLIT) as usize - 1;
+            ops.extend((i..=k).map(BlockOp::Forward));
+            self.emit(k + 1, j, m - self.a[k], ops);
+            self.emit(i, k, m + self.d[j] - self.d[k] - (self.g[j] - self.g[k]), ops);
+        }
+    }
+
+    /// The least-cost block schedule and the DP's cost, when one fits.
+    fn solve(&self) -> Option<(Vec<BlockOp>, f64)> {
+        let m = self.mm as i64 - 1 - self.a[0];
+        let value = self.get(1, self.l1, m);
+        if !value.is_finite() {
+            return None;
+        }
+        let mut ops = Vec::new();
+        self.emit(1, self.l1, m, &mut ops);
+        Some((ops, value))
+    }
+}
+
+/// What the hierarchical planner found (for the report).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HierarchicalStats {
+    /// Blocks L (the loss not counted).
+    pub blocks: usize,
+    /// Options over all blocks' menus.
+    pub options: usize,
+    /// The budget the DP was run at (bytes, in its own accounting).
+    pub dp_budget: u64,
+    /// The block operations of the plan.
+    pub ops: Vec<String>,
+}
+
+impl StrategyFacts for HierarchicalStats {
+    fn key(&self) -> &'static str {
+        "hierarchical"
+    }
+
+    fn to_json(&self, _deterministic: bool) -> serde_json::Value {
+        serde_json::json!({
+            "blocks": self.blocks,
+            "options": self.options,
+            "dp_budget_bytes": self.dp_budget,
+            "ops": self.ops,
+        })
+    }
+
+    fn lines(&self, _deterministic: bool) -> Vec<(String, String)> {
+        use remat_graph::units::Bytes;
+        vec![(
+            "hierarchical".to_string(),
+            format!(
+                "{} blocks, {} options, DP at {} ({} bytes)",
+                self.blocks,
+                self.options,
+                Bytes(self.dp_budget),
+                self.dp_budget
+            ),
+        )]
+    }
+}
+
+/// The hierarchical planner (`--remat=hierarchical`).
+pub struct HierarchicalRemat;
+
+impl HierarchicalRemat {
+    /// The cheapest measured schedule within `budget` among the DP's at several DP budgets: the
+    /// largest DP budget whose schedule fits (bisected to 0.1 %) and [`PROBES`] more spread
+    /// below it, down to the smallest DP budget the DP solves. The DP's terms err both ways,
+    /// so its value is neither monotone in its budget nor the measured cost.
+    fn plan_at(blocks: &Blocks, outputs: &[u64], graph: &Graph, budget: u64) -> Option<Candidate> {
+        let run = |dp_budget: u64| -> Option<Candidate> {
+            let (ops, _) = MenuDp::new(&blocks.view.chain, &blocks.menus, outputs, dp_budget).solve()?;
+            let schedule = blocks.lower(graph, &ops);
+            let sim = simulate(graph, &schedule).ok()?;
+            Some(Candidate { schedule, dp_budget, ops, peak: sim.peak_bytes, cost: sim.cost })
+        };
+        let fits = |p: &Option<Candidate>| p.as_ref().is_some_and(|p| p.peak <= budget);
+        let total = blocks.view.chain.total_bytes().max(budget);
+        let top = run(total);
+        if fits(&top) {
+            return top;
+        }
+        let solvable =
+            |dp_budget: u64| MenuDp::new(&blocks.view.chain, &blocks.menus, outputs, dp_budget).solve().is_some();
+        let (mut low, mut high) = (0u64, total);
+        while low + 1 < high && high - low > high / 1000 {
+            let mid = low + (high - low) / 2;
+            if solvable(mid) {
+                high = mid;
+            } else {
+                low = mid;
+            }
+        }
+        let floor_budget = high;
+        let floor = run(floor_budget);
+        if !fits(&floor) {
+            return None;
+        }
+        let (mut low, mut high) = (floor_budget, total);
+        let mut best = floor;
+        while low + 1 < high && high - low > high / 1000 {
+            let mid = low + (high - low) / 2;
+            let found = run(mid);
+            if fits(&found) {
+                low = mid;
+                best = found;
+            } else {
+                high = mid;
+            }
+        }
+        let mut best = best.expect("the floor fits");
+        for k in 1..=PROBES as u64 {
+            let probe = floor_budget + (low - floor_budget) * k / (PROBES as u64 + 1);
+            if let Some(c) = run(probe).filter(|c| c.peak <= budget) {
+                if (c.cost, c.peak) < (best.cost, best.peak) {
+                    best = c;
+                }
+            }
+        }
+        Some(best)
+    }
+}
+
+/// A block schedule lowered and measured.
+struct Candidate {
+    schedule: Schedule,
+    dp_budget: u64,
+    ops: Vec<BlockOp>,
+    peak: u64,
+    cost: f64,
+}
+
+/// DP budgets tried below the largest that fits (see [`HierarchicalRemat::plan_at`]).
+const PROBES: usize = 8;
+
+impl Planner for HierarchicalRemat {
+    fn name(&self) -> &'static str {
+        "hierarchical"
+    }
+    fn summary(&self) -> &'static str {
+        "blocks with menus of what each keeps, combined by a chain dynamic program (Rockmate-style)"
+    }
+    fn plan(&self, request: &PlanRequest<'_>) -> Result<Schedule, PlanError> {
+        Ok(self.plan_detailed(request)?.0)
+    }
+    fn plan_detailed(&self, request: &PlanRequest<'_>) -> Result<(Schedule, PlanDetails), PlanError> {
+        request.order_positions()?;
+        let graph = request.graph;
+        simulate(graph, request.order).map_err(InvalidRequest::from)?;
+        let blocks = Blocks::of(graph, request.order);
+        let fallback = || {
+            let stop = StopReason::Fallback { to: "none", cause: FallbackCause::NoPlan };
+            Ok((request.order.to_vec(), PlanDetails::stopped(stop)))
+        };
+        let budget = match request.budget {
+            Some(b) => b,
+            None => match crate::smallest_feasible_budget(self, graph, request.order, request.options) {
+                Some(b) => b,
+                None => return fallback(),
+            },
+        };
+        // The DP counts the step outputs each backward leaves resident; its other terms
+        // over-estimate, so a second pass without them reaches lower budgets. The cheaper
+        // measured plan wins.
+        let without = vec![0; blocks.outputs.len()];
+        let best = [&blocks.outputs[..], &without[..]]
+            .into_iter()
+            .filter_map(|outputs| Self::plan_at(&blocks, outputs, graph, budget))
+            .min_by(|x, y| x.cost.total_cmp(&y.cost).then(x.peak.cmp(&y.peak)));
+        let Some(Candidate { schedule, dp_budget, ops, .. }) = best else { return fallback() };
+        let stats = HierarchicalStats {
+            blocks: blocks.view.chain.len(),
+            options: blocks.menus.iter().map(Vec::len).sum(),
+            dp_budget,
+            ops: ops.iter().map(ToString::to_string).collect(),
+        };
+        Ok((schedule, PlanDetails::default().with_facts(stats)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use remat_graph::training::{FeedForward, Transformer};
+
+    #[test]
+    fn menus_start_with_the_chains_f_all_and_trade_bytes_for_cost() {
+        let graph = Transformer::new(4).generate();
+        let order = graph.topological_schedule();
+        let blocks = Blocks::of(&graph, &order);
+        assert!(!blocks.menus.is_empty());
+        let mut several = 0;
+        for (k, menu) in blocks.menus.iter().enumerate() {
+            let stage = &blocks.view.chain.stages[k];
+            assert_eq!(menu[0].a_bar, stage.a_bar, "block {}: the first option keeps all of ā", k + 1);
+            assert_eq!(menu[0].recompute_cost, 0.0);
+            for pair in menu.windows(2) {
+                assert!(pair[1].a_bar < pair[0].a_bar && pair[1].recompute_cost > pair[0].recompute_cost);
+            }
+            several += usize::from(menu.len() > 1);
+        }
+        assert!(several > 0, "some block offers more than keeping everything");
+    }
+
+    #[test]
+    fn plans_are_valid_fit_their_budget_and_go_below_the_chain() {
+        for graph in [FeedForward::mlp(12).generate(), Transformer::new(4).generate()] {
+            let order = graph.topological_schedule();
+            let baseline = simulate(&graph, &order).unwrap().peak_bytes;
+            let options = crate::PlannerOptions::default();
+            let mut planned = 0;
+            for percent in [100, 80, 60, 50, 40] {
+                let budget = baseline * percent / 100;
+                let request = PlanRequest { graph: &graph, order: &order, budget: Some(budget), options: &options };
+                let (schedule, details) = HierarchicalRemat.plan_detailed(&request).unwrap();
+                let sim = simulate(&graph, &schedule).unwrap();
+                if details.facts::<HierarchicalStats>().is_some() {
+                    assert!(sim.peak_bytes <= budget, "{percent}%: {} > {budget}", sim.peak_bytes);
+                    planned += 1;
+                }
+            }
+            assert!(planned >= 3, "{planned} of 5 budgets planned");
+            let chain = crate::smallest_feasible_budget(&crate::chain::planner::ChainRemat, &graph, &order, &options);
+            let ours = crate::smallest_feasible_budget(&HierarchicalRemat, &graph, &order, &options);
+            assert!(ours.unwrap() <= chain.unwrap(), "hierarchical {ours:?} vs chain {chain:?}");
+        }
+    }
+}
