@@ -52,7 +52,6 @@
 //! exact per-block option solving, and a certificate (a lower bound on the cost at the
 //! budget).
 
-use crate::chain::model::Chain;
 use crate::chain::planner::ChainView;
 use crate::step::stored_bytes;
 use crate::{FallbackCause, InvalidRequest, PlanDetails, PlanError, PlanRequest, Planner, StopReason, StrategyFacts};
@@ -115,13 +114,19 @@ impl Blocks {
     }
 
     /// The step schedule of a block schedule: a forward runs the block's forward nodes in
-    /// program order; a backward first recomputes its option's nodes, each just before the
-    /// first backward node that needs it, and runs the block's backward nodes.
+    /// program order (an impure node only the first time: it writes a buffer in place and runs
+    /// exactly once, so later runs read its one value); a backward first recomputes its
+    /// option's nodes, each just before the first backward node that needs it, and runs the
+    /// block's backward nodes.
     pub fn lower(&self, graph: &Graph, ops: &[BlockOp]) -> Schedule {
         let mut schedule = Vec::new();
+        let mut ran = vec![false; self.view.forward.len()];
         for &op in ops {
             match op {
-                BlockOp::Forward(l) | BlockOp::ForwardAll(l, _) => schedule.extend(&self.view.forward[l - 1]),
+                BlockOp::Forward(l) | BlockOp::ForwardAll(l, _) => {
+                    let again = std::mem::replace(&mut ran[l - 1], true);
+                    schedule.extend(self.view.forward[l - 1].iter().filter(|&&v| !again || graph.node(v).pure));
+                }
                 BlockOp::Backward(l, o) => {
                     let recompute = self.menus.get(l - 1).map_or(&[][..], |m| &m[o].recompute[..]);
                     just_in_time(graph, recompute, &self.view.backward[l - 1], &mut schedule);
@@ -211,7 +216,7 @@ fn menu(graph: &Graph, view: &ChainView, k: usize) -> Vec<BlockOption> {
         for i in (0..f).rev() {
             if need[i] {
                 for &p in &preds[i] {
-                    if !keep[p] && p != output {
+                    if !keep[p] && p != output && graph.node(forward[p]).pure {
                         need[p] = true;
                     }
                 }
@@ -231,7 +236,8 @@ fn menu(graph: &Graph, view: &ChainView, k: usize) -> Vec<BlockOption> {
     let mut current = 0.0;
     loop {
         // Score each kept value by the recomputation its drop adds per byte it frees.
-        let candidates: Vec<usize> = read.iter().copied().filter(|&r| keep[r] && bytes(r) > 0).collect();
+        let candidates: Vec<usize> =
+            read.iter().copied().filter(|&r| keep[r] && bytes(r) > 0 && graph.node(forward[r]).pure).collect();
         if candidates.is_empty() {
             break;
         }
@@ -346,7 +352,8 @@ fn gcd(a: u64, b: u64) -> u64 {
 }
 
 impl MenuDp {
-    fn new(chain: &Chain, menus: &[Vec<BlockOption>], outputs: &[u64], budget: u64) -> MenuDp {
+    fn new(blocks: &Blocks, outputs: &[u64], budget: u64) -> MenuDp {
+        let (chain, menus) = (&blocks.view.chain, &blocks.menus[..]);
         let l = chain.len();
         // The exact unit (the gcd of every size) when the budget is at most `SLOTS` of them.
         let sizes = chain
@@ -562,9 +569,16 @@ impl HierarchicalRemat {
     /// so its value is neither monotone in its budget nor the measured cost.
     fn plan_at(blocks: &Blocks, outputs: &[u64], graph: &Graph, budget: u64) -> Option<Candidate> {
         let run = |dp_budget: u64| -> Option<Candidate> {
-            let (ops, _) = MenuDp::new(&blocks.view.chain, &blocks.menus, outputs, dp_budget).solve()?;
+            let (ops, _) = MenuDp::new(blocks, outputs, dp_budget).solve()?;
             let schedule = blocks.lower(graph, &ops);
-            let sim = simulate(graph, &schedule).ok()?;
+            let sim = match simulate(graph, &schedule) {
+                Ok(sim) => sim,
+                Err(e) => {
+                    debug_assert!(false, "a lowered block schedule is invalid: {e}");
+                    tracing::warn!("a lowered block schedule is invalid: {e}");
+                    return None;
+                }
+            };
             Some(Candidate { schedule, dp_budget, ops, peak: sim.peak_bytes, cost: sim.cost })
         };
         let fits = |p: &Option<Candidate>| p.as_ref().is_some_and(|p| p.peak <= budget);
@@ -573,8 +587,7 @@ impl HierarchicalRemat {
         if fits(&top) {
             return top;
         }
-        let solvable =
-            |dp_budget: u64| MenuDp::new(&blocks.view.chain, &blocks.menus, outputs, dp_budget).solve().is_some();
+        let solvable = |dp_budget: u64| MenuDp::new(blocks, outputs, dp_budget).solve().is_some();
         let (mut low, mut high) = (0u64, total);
         while low + 1 < high && high - low > high / 1000 {
             let mid = low + (high - low) / 2;

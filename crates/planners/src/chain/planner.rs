@@ -14,7 +14,8 @@
 //! inputs' (forward inputs by their stage, backward inputs by theirs, crossing values not
 //! counted), so B_ℓ only waits for backward nodes of stages ≥ ℓ, which the chain order runs
 //! first; a backward node with no such input (a transposed weight) joins the highest stage
-//! among its readers', so that it runs when first needed (none: the loss stage).
+//! among its readers', so that it runs when first needed (none: the loss stage); and no node
+//! joins a higher stage than a backward value it reads (one holding no memory included).
 //!
 //! Table 1's terms, per stage ℓ: u_F and u_B sum the stage's forward and backward costs;
 //! a_ℓ is the bytes the cut node keeps resident; ā_ℓ adds the stage's forward values that a
@@ -239,6 +240,14 @@ impl ChainView {
         for &v in backward_nodes.iter().rev().filter(|v| floating[v.index()]) {
             let readers = graph.succs(v).iter().filter(|s| !part.contains[s.index()]).map(|s| stage_of[s.index()]);
             stage_of[v.index()] = readers.filter(|&s| s != usize::MAX).max().unwrap_or(stages - 1);
+        }
+        // Whatever the rules above chose, a backward node may not run before a backward value it
+        // reads (one that holds no memory included): it joins no higher stage than theirs.
+        for &v in &backward_nodes {
+            let inputs = graph.preds(v).iter().filter(|p| !part.contains[p.index()] && !graph.node(**p).argument);
+            if let Some(lowest) = inputs.map(|p| stage_of[p.index()]).min() {
+                stage_of[v.index()] = stage_of[v.index()].min(lowest);
+            }
         }
         let mut backward = vec![Vec::new(); stages];
         for &v in &backward_nodes {
