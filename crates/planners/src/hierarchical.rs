@@ -25,7 +25,8 @@
 //! Rockmate solves an ILP per block at several budgets for its menu; here the menu is the
 //! path of a greedy that starts from K = R and drops the kept value whose recomputation adds
 //! the least cost per byte it frees (on blocks with more than [`GREEDY_ROUNDS`] values, the
-//! best-scoring share of them per round), down to K = ∅ — `jax.checkpoint`'s
+//! best-scoring share of them per round; on blocks too large to score exactly, by a value's
+//! own cost per byte), down to K = ∅ — `jax.checkpoint`'s
 //! `nothing_saveable` for that block. Options dominated in (bytes, cost) are dropped and at
 //! most [`MAX_OPTIONS`] kept. K = R is the chain's F_all.
 //!
@@ -67,6 +68,10 @@ pub const MAX_OPTIONS: usize = 16;
 
 /// The most rounds of a block's greedy (module documentation).
 pub const GREEDY_ROUNDS: usize = 48;
+
+/// Above this many candidates × block nodes, a greedy round scores candidates by their own
+/// cost rather than by what their drop adds to the recomputation.
+pub const EXACT_SCORING_WORK: usize = 4_000_000;
 
 /// One way to run a block: what its forward keeps, what its backward recomputes.
 #[derive(Clone, Debug, PartialEq)]
@@ -241,12 +246,20 @@ fn menu(graph: &Graph, view: &ChainView, k: usize) -> Vec<BlockOption> {
         if candidates.is_empty() {
             break;
         }
+        // Exact scores cost a walk of the block per candidate; on huge blocks (a step with few
+        // cuts) a value's own cost stands in for what its drop adds.
+        let exact = candidates.len().saturating_mul(f) <= EXACT_SCORING_WORK;
         let mut scored: Vec<(f64, usize)> = candidates
             .into_iter()
             .map(|r| {
-                keep[r] = false;
-                let added = total(&rerun(&keep)) - current;
-                keep[r] = true;
+                let added = if exact {
+                    keep[r] = false;
+                    let added = total(&rerun(&keep)) - current;
+                    keep[r] = true;
+                    added
+                } else {
+                    cost(r)
+                };
                 (added / bytes(r) as f64, r)
             })
             .collect();

@@ -3,7 +3,7 @@
 //! status, proven gap and solve time).
 
 use crate::read_graph;
-use remat_graph::training::{Architecture, ConvNet};
+use remat_graph::training::{Architecture, ConvNet, Transformer};
 use remat_graph::{simulate, Graph};
 use remat_planners::ilp::SolveStatus;
 use remat_planners::{measure_plan, strategy, PlannerOptions};
@@ -13,13 +13,17 @@ use std::path::{Path, PathBuf};
 /// Writes a small generated CNN step (`vgg` or `resnet`, with `stages` layers or blocks per
 /// stage) as node-link graph JSON: the format of the Checkmate and Moccasin benchmark graphs.
 pub fn export(architecture: &str, stages: &[usize], output: &Path) -> Result<(), String> {
-    let architecture = match architecture {
-        "vgg" => Architecture::Vgg,
-        "resnet" => Architecture::ResNet,
-        other => return Err(format!("unknown architecture '{other}' (available: vgg, resnet)")),
+    let (graph, name) = match architecture {
+        "vgg" | "resnet" => {
+            let kind = if architecture == "vgg" { Architecture::Vgg } else { Architecture::ResNet };
+            (ConvNet::new(kind, stages).generate(), format!("{kind:?}{stages:?}").to_lowercase())
+        }
+        "transformer" => {
+            let layers = stages.first().copied().unwrap_or(1);
+            (Transformer::new(layers).generate(), format!("transformer{layers}"))
+        }
+        other => return Err(format!("unknown architecture '{other}' (available: vgg, resnet, transformer)")),
     };
-    let graph = ConvNet::new(architecture, stages).generate();
-    let name = format!("{architecture:?}{stages:?}").to_lowercase();
     let text = remat_graph::json::write_graph(
         &graph,
         &[("name", json!(name)), ("generator", json!("remat-bench export-graph"))],

@@ -93,11 +93,11 @@ enum Command {
         #[arg(long)]
         svg: Option<PathBuf>,
     },
-    /// A generated VGG- or ResNet-like training step as node-link graph JSON.
+    /// A generated VGG-, ResNet- or transformer-like training step as node-link graph JSON.
     ExportGraph {
-        /// `vgg` or `resnet`.
+        /// `vgg`, `resnet` or `transformer`.
         architecture: String,
-        /// Layers (VGG) or blocks (ResNet) per stage.
+        /// Layers (VGG) or blocks (ResNet) per stage; for `transformer`, the number of layers.
         #[arg(long, value_delimiter = ',', default_value = "1,1")]
         stages: Vec<usize>,
         #[arg(short = 'o')]
