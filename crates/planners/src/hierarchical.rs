@@ -49,6 +49,8 @@
 //! tried too, and the cheapest measured schedule wins. A second pass leaves the outputs term
 //! out: less conservative, it reaches budgets the first cannot.
 //!
+//! A budget the input order meets is answered with the input order: nothing to recompute.
+//!
 //! What this does not do yet: sub-blocks (a block's menu is not itself planned recursively),
 //! exact per-block option solving, and a certificate (a lower bound on the cost at the
 //! budget).
@@ -665,7 +667,12 @@ impl Planner for HierarchicalRemat {
     fn plan_detailed(&self, request: &PlanRequest<'_>) -> Result<(Schedule, PlanDetails), PlanError> {
         request.order_positions()?;
         let graph = request.graph;
-        simulate(graph, request.order).map_err(InvalidRequest::from)?;
+        let baseline = simulate(graph, request.order).map_err(InvalidRequest::from)?;
+        // A budget the input order meets needs no recomputation: the blocks' order would only
+        // add some.
+        if request.budget.is_some_and(|b| b >= baseline.peak_bytes) {
+            return Ok((request.order.to_vec(), PlanDetails::default()));
+        }
         let blocks = Blocks::of(graph, request.order);
         let fallback = || {
             let stop = StopReason::Fallback { to: "none", cause: FallbackCause::NoPlan };
@@ -719,6 +726,20 @@ mod tests {
             several += usize::from(menu.len() > 1);
         }
         assert!(several > 0, "some block offers more than keeping everything");
+    }
+
+    #[test]
+    fn a_budget_the_input_order_meets_gets_the_input_order() {
+        let graph = Transformer::new(2).generate();
+        let order = graph.topological_schedule();
+        let baseline = simulate(&graph, &order).unwrap().peak_bytes;
+        let options = crate::PlannerOptions::default();
+        for budget in [baseline, baseline + 1] {
+            let request = PlanRequest { graph: &graph, order: &order, budget: Some(budget), options: &options };
+            let (schedule, details) = HierarchicalRemat.plan_detailed(&request).unwrap();
+            assert_eq!(schedule, order);
+            assert_eq!(details.stop, StopReason::Completed);
+        }
     }
 
     #[test]
