@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Re-runs the planner benchmarks of docs/bench/README.md (tables to stdout, plots to
-# docs/bench/). Release build; about two minutes on 2 cores. Run tools/setup.sh first.
+# docs/bench/). Release build; about two minutes on 2 cores, and about five more for the
+# hierarchical planner's sweeps at the end. Run tools/setup.sh first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${CARGO_TARGET_DIR:-target}
@@ -24,3 +25,11 @@ bench="$target/release/remat-bench"
 "$bench" dtr-theorem --sizes 10,100,1000,3000,10000
 "$bench" dtr "$graphs"/{transformer.linalg,resnet.linalg,transformer12.linalg}.json vgg16 resnet18 densenet121 --budgets 80,70,60,50,40,30
 "$bench" chain --depths 8,16,32 --budgets 80,60,40 --betas 0.1,0.4,1
+# The hierarchical planner beside the heuristics (docs/bench/README.md, "The hierarchical planner").
+for name in transformer12.linalg transformer12.stablehlo; do
+  "$target/release/remat-opt" "examples/$name.mlir" --sweep=80,60,50,40,30,25,20 \
+    --sweep-strategies=greedy,treewidth,pathwidth,acg,dtr,chain,hierarchical
+done
+"$bench" export-graph transformer --stages 240 -o "$graphs/transformer240.json"
+"$bench" sweep "$graphs/transformer240.json" --budgets 80,60,50,40,30,20 \
+  --strategies greedy,treewidth,pathwidth,acg,dtr,chain,hierarchical --time-limit 60 --out "$graphs/sweep240"
