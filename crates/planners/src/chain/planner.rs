@@ -310,7 +310,8 @@ impl ChainView {
         ForwardPart::prefix(graph, order, peak)
     }
 
-    /// The step schedule of a chain schedule, with its host transfers: `Offload(ℓ)` moves
+    /// The step schedule of a chain schedule (an impure node runs with its stage's first
+    /// forward only), with its host transfers: `Offload(ℓ)` moves
     /// what stage ℓ stores (ā_ℓ after an F_all^ℓ, else a_ℓ) to the host once the last step
     /// before `Prefetch(ℓ)` that reads it has run, and `Prefetch(ℓ)` brings it back right
     /// before the next step. A transfer the memory model rejects (a step would read the value
@@ -319,6 +320,7 @@ impl ChainView {
         let mut schedule: Schedule = Vec::new();
         let mut latest: Vec<Option<usize>> = vec![None; graph.len()];
         let mut saved_all = vec![false; self.stored.len() + 1];
+        let mut ran = vec![false; self.forward.len()];
         // Offloads listed and not yet prefetched: (stage, instance, listed after step).
         let mut away: Vec<(usize, usize, Option<usize>)> = Vec::new();
         let mut transfers = Vec::new();
@@ -328,7 +330,10 @@ impl ChainView {
                     if l <= self.stored.len() {
                         saved_all[l] = matches!(op, ChainOp::FAll(_));
                     }
-                    for &v in &self.forward[l - 1] {
+                    // An impure node (an op writing a buffer in place) runs exactly once: later
+                    // runs of its stage read its one value.
+                    let again = std::mem::replace(&mut ran[l - 1], true);
+                    for &v in self.forward[l - 1].iter().filter(|&&v| !again || graph.node(v).pure) {
                         latest[v.index()] = Some(schedule.len());
                         schedule.push(v);
                     }
@@ -446,8 +451,27 @@ impl ChainRemat {
         if fits(&top) {
             return top;
         }
+        // The DP's terms err both ways: below some DP budget it finds nothing at all, so search
+        // above the smallest DP budget it solves for the largest whose schedule fits.
+        let solvable = |dp_budget: u64| match beta {
+            Some(beta) => dp::solve_value(&view.chain, dp_budget, Some(beta), mem_slots).is_some(),
+            None => dp::remat_only_value(&view.chain, dp_budget, mem_slots).is_some(),
+        };
         let (mut low, mut high) = (0u64, high);
-        let mut best = None;
+        while low + 1 < high {
+            let mid = low + (high - low) / 2;
+            if solvable(mid) {
+                high = mid;
+            } else {
+                low = mid;
+            }
+        }
+        let floor = run(high);
+        if !fits(&floor) {
+            return None;
+        }
+        let (mut low, mut high) = (high, view.chain.total_bytes().max(budget));
+        let mut best = floor;
         while low + 1 < high {
             let mid = low + (high - low) / 2;
             let found = run(mid);
@@ -458,7 +482,7 @@ impl ChainRemat {
                 high = mid;
             }
         }
-        best.or_else(|| run(0).filter(|p| p.simulation.peak_bytes <= budget))
+        best
     }
 }
 
