@@ -55,7 +55,8 @@
 //! exact per-block option solving, and a certificate (a lower bound on the cost at the
 //! budget).
 
-use crate::chain::planner::ChainView;
+use crate::chain::dp::gcd;
+use crate::chain::planner::{search_dp_budget, ChainView};
 use crate::step::stored_bytes;
 use crate::{FallbackCause, InvalidRequest, PlanDetails, PlanError, PlanRequest, Planner, StopReason, StrategyFacts};
 use remat_graph::{simulate, Graph, NodeId, Schedule};
@@ -358,14 +359,6 @@ struct MenuDp {
 
 const SPLIT: u32 = 1 << 16;
 
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
-}
-
 impl MenuDp {
     fn new(blocks: &Blocks, outputs: &[u64], budget: u64) -> MenuDp {
         let (chain, menus) = (&blocks.view.chain, &blocks.menus[..]);
@@ -596,45 +589,18 @@ impl HierarchicalRemat {
             };
             Some(Candidate { schedule, dp_budget, ops, peak: sim.peak_bytes, cost: sim.cost })
         };
-        let fits = |p: &Option<Candidate>| p.as_ref().is_some_and(|p| p.peak <= budget);
-        let total = blocks.view.chain.total_bytes().max(budget);
-        let top = run(total);
-        if fits(&top) {
-            return top;
-        }
         let solvable = |dp_budget: u64| MenuDp::new(blocks, outputs, dp_budget).solve().is_some();
-        let (mut low, mut high) = (0u64, total);
-        while low + 1 < high && high - low > high / 1000 {
-            let mid = low + (high - low) / 2;
-            if solvable(mid) {
-                high = mid;
-            } else {
-                low = mid;
-            }
-        }
-        let floor_budget = high;
-        let floor = run(floor_budget);
-        if !fits(&floor) {
-            return None;
-        }
-        let (mut low, mut high) = (floor_budget, total);
-        let mut best = floor;
-        while low + 1 < high && high - low > high / 1000 {
-            let mid = low + (high - low) / 2;
-            let found = run(mid);
-            if fits(&found) {
-                low = mid;
-                best = found;
-            } else {
-                high = mid;
-            }
-        }
-        let mut best = best.expect("the floor fits");
-        for k in 1..=PROBES as u64 {
-            let probe = floor_budget + (low - floor_budget) * k / (PROBES as u64 + 1);
-            if let Some(c) = run(probe).filter(|c| c.peak <= budget) {
-                if (c.cost, c.peak) < (best.cost, best.peak) {
-                    best = c;
+        let fits = |c: &Candidate| c.peak <= budget;
+        let total = blocks.view.chain.total_bytes().max(budget);
+        let found = search_dp_budget(total, |high| high / 1000, solvable, run, fits)?;
+        let mut best = found.plan;
+        if found.largest > found.floor {
+            for k in 1..=PROBES as u64 {
+                let probe = found.floor + (found.largest - found.floor) * k / (PROBES as u64 + 1);
+                if let Some(c) = run(probe).filter(fits) {
+                    if (c.cost, c.peak) < (best.cost, best.peak) {
+                        best = c;
+                    }
                 }
             }
         }

@@ -167,7 +167,8 @@ pub(crate) fn remat_only_value(chain: &Chain, budget: u64, mem_slots: Option<usi
     Some((ops, value))
 }
 
-fn gcd(a: u64, b: u64) -> u64 {
+/// The greatest common divisor (memory units are the gcd of a chain's sizes).
+pub(crate) fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 {
         a
     } else {

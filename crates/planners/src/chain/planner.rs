@@ -411,6 +411,58 @@ fn merge_stages(graph: &Graph, mut groups: Vec<Vec<NodeId>>, limit: usize) -> Ve
     groups
 }
 
+/// What [`search_dp_budget`] found.
+pub(crate) struct DpSearch<T> {
+    /// The smallest DP budget the DP solves (within the resolution).
+    pub floor: u64,
+    /// The largest DP budget found whose plan fits.
+    pub largest: u64,
+    /// That plan.
+    pub plan: T,
+}
+
+/// The DP-budget search of the planners that run a chain DP and measure its plan (`chain`,
+/// `hierarchical`): the DP's terms err both ways, so below some DP budget it finds nothing at
+/// all, and above it the measured peak need not follow the DP's budget. The plan at `total`
+/// when it fits; else the smallest DP budget `solvable` accepts, then the largest above it
+/// whose plan `fits`, each bisected until the interval is within `resolution(its top)`.
+/// `None` when not even the smallest solvable DP budget gives a plan that fits.
+pub(crate) fn search_dp_budget<T>(
+    total: u64,
+    resolution: impl Fn(u64) -> u64,
+    solvable: impl Fn(u64) -> bool,
+    run: impl Fn(u64) -> Option<T>,
+    fits: impl Fn(&T) -> bool,
+) -> Option<DpSearch<T>> {
+    let open = |low: u64, high: u64| low + 1 < high && high - low > resolution(high);
+    if let Some(plan) = run(total).filter(&fits) {
+        return Some(DpSearch { floor: total, largest: total, plan });
+    }
+    let (mut low, mut high) = (0u64, total);
+    while open(low, high) {
+        let mid = low + (high - low) / 2;
+        if solvable(mid) {
+            high = mid;
+        } else {
+            low = mid;
+        }
+    }
+    let floor = high;
+    let mut plan = run(floor).filter(&fits)?;
+    let (mut low, mut high) = (floor, total);
+    while open(low, high) {
+        let mid = low + (high - low) / 2;
+        match run(mid).filter(&fits) {
+            Some(found) => {
+                low = mid;
+                plan = found;
+            }
+            None => high = mid,
+        }
+    }
+    Some(DpSearch { floor, largest: low, plan })
+}
+
 /// The chain planner (`--remat=chain`).
 pub struct ChainRemat;
 
@@ -445,44 +497,13 @@ impl ChainRemat {
             let simulation = simulate_with_transfers(graph, &schedule, &transfers).ok()?;
             Some(LoweredPlan { schedule, transfers, dp_budget, makespan: plan.makespan, ops: plan.ops, simulation })
         };
-        let fits = |p: &Option<LoweredPlan>| p.as_ref().is_some_and(|p| p.simulation.peak_bytes <= budget);
-        let high = view.chain.total_bytes().max(budget);
-        let top = run(high);
-        if fits(&top) {
-            return top;
-        }
-        // The DP's terms err both ways: below some DP budget it finds nothing at all, so search
-        // above the smallest DP budget it solves for the largest whose schedule fits.
         let solvable = |dp_budget: u64| match beta {
             Some(beta) => dp::solve_value(&view.chain, dp_budget, Some(beta), mem_slots).is_some(),
             None => dp::remat_only_value(&view.chain, dp_budget, mem_slots).is_some(),
         };
-        let (mut low, mut high) = (0u64, high);
-        while low + 1 < high {
-            let mid = low + (high - low) / 2;
-            if solvable(mid) {
-                high = mid;
-            } else {
-                low = mid;
-            }
-        }
-        let floor = run(high);
-        if !fits(&floor) {
-            return None;
-        }
-        let (mut low, mut high) = (high, view.chain.total_bytes().max(budget));
-        let mut best = floor;
-        while low + 1 < high {
-            let mid = low + (high - low) / 2;
-            let found = run(mid);
-            if fits(&found) {
-                low = mid;
-                best = found;
-            } else {
-                high = mid;
-            }
-        }
-        best
+        let fits = |p: &LoweredPlan| p.simulation.peak_bytes <= budget;
+        let total = view.chain.total_bytes().max(budget);
+        search_dp_budget(total, |_| 1, solvable, run, fits).map(|found| found.plan)
     }
 }
 
