@@ -61,7 +61,7 @@
 //! Cost: each eviction scans the resident storages; `dtr` and `msps` add a graph search per
 //! candidate, `dtr-eq` a walk over its neighbours.
 
-use crate::{FallbackCause, PlanDetails, PlanError, PlanRequest, Planner, StopReason, StrategyFacts};
+use crate::{PlanDetails, PlanError, PlanRequest, Planner, StrategyFacts};
 use indexmap::IndexSet;
 use remat_graph::random::SplitMix64;
 use remat_graph::{Graph, NodeId, Schedule};
@@ -728,8 +728,7 @@ impl DtrRemat {
                 tracing::debug!(target: "remat_planners::dtr", "{e}");
                 // No plan fits: hand back the input order, which the caller measures and
                 // reports as over budget (with the smallest budget DTR meets).
-                let stop = StopReason::Fallback { to: "none", cause: FallbackCause::NoPlan };
-                (request.order.to_vec(), PlanDetails::stopped(stop))
+                request.no_plan()
             }
         }
     }

@@ -58,7 +58,7 @@
 use crate::chain::dp::gcd;
 use crate::chain::planner::{search_dp_budget, ChainView};
 use crate::step::stored_bytes;
-use crate::{FallbackCause, InvalidRequest, PlanDetails, PlanError, PlanRequest, Planner, StopReason, StrategyFacts};
+use crate::{InvalidRequest, PlanDetails, PlanError, PlanRequest, Planner, StrategyFacts};
 use remat_graph::{simulate, Graph, NodeId, Schedule};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -640,17 +640,9 @@ impl Planner for HierarchicalRemat {
             return Ok((request.order.to_vec(), PlanDetails::default()));
         }
         let blocks = Blocks::of(graph, request.order);
-        let fallback = || {
-            let stop = StopReason::Fallback { to: "none", cause: FallbackCause::NoPlan };
-            Ok((request.order.to_vec(), PlanDetails::stopped(stop)))
-        };
-        let budget = match request.budget {
-            Some(b) => b,
-            None => match crate::smallest_feasible_budget(self, graph, request.order, request.options) {
-                Some(b) => b,
-                None => return fallback(),
-            },
-        };
+        let budget =
+            request.budget.or_else(|| crate::smallest_feasible_budget(self, graph, request.order, request.options));
+        let Some(budget) = budget else { return Ok(request.no_plan()) };
         // The DP counts the step outputs each backward leaves resident; its other terms
         // over-estimate, so a second pass without them reaches lower budgets. The cheaper
         // measured plan wins.
@@ -659,7 +651,7 @@ impl Planner for HierarchicalRemat {
             .into_iter()
             .filter_map(|outputs| Self::plan_at(&blocks, outputs, graph, budget))
             .min_by(|x, y| x.cost.total_cmp(&y.cost).then(x.peak.cmp(&y.peak)));
-        let Some(Candidate { schedule, dp_budget, ops, .. }) = best else { return fallback() };
+        let Some(Candidate { schedule, dp_budget, ops, .. }) = best else { return Ok(request.no_plan()) };
         let stats = HierarchicalStats {
             blocks: blocks.view.chain.len(),
             options: blocks.menus.iter().map(Vec::len).sum(),
@@ -673,6 +665,7 @@ impl Planner for HierarchicalRemat {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::StopReason;
     use remat_graph::training::{FeedForward, Transformer};
 
     #[test]

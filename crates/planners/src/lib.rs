@@ -108,6 +108,13 @@ pub trait Planner: Sync {
 }
 
 impl PlanRequest<'_> {
+    /// The input order, stopped as a fallback: what a strategy hands back when its own method
+    /// finds no plan (the caller measures it and reports the budget unmet).
+    pub fn no_plan(&self) -> (Schedule, PlanDetails) {
+        let stop = StopReason::Fallback { to: "none", cause: FallbackCause::NoPlan };
+        (self.order.to_vec(), PlanDetails::stopped(stop))
+    }
+
     /// Each node's position in the base order (`usize::MAX` for arguments), after checking
     /// that the order is a valid schedule listing every non-argument node exactly once.
     pub fn order_positions(&self) -> Result<Vec<usize>, PlanError> {

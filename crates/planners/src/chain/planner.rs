@@ -45,7 +45,7 @@
 use super::dp;
 use super::model::{Chain, ChainOp, Loss, Stage};
 use crate::step::{stored_bytes, ForwardPart};
-use crate::{FallbackCause, InvalidRequest, PlanDetails, PlanError, PlanRequest, Planner, StopReason, StrategyFacts};
+use crate::{InvalidRequest, PlanDetails, PlanError, PlanRequest, Planner, StrategyFacts};
 use remat_graph::{simulate, simulate_with_transfers, Graph, NodeId, Schedule, Transfer};
 
 /// The most stages the chain view keeps (the DP is cubic in L).
@@ -523,19 +523,10 @@ impl Planner for ChainRemat {
         let options = &request.options.chain;
         let view = ChainView::of(graph, request.order);
         simulate(graph, request.order).map_err(InvalidRequest::from)?;
-        // The DP finds no plan at any budget: the input order, said so.
-        let fallback = || {
-            let stop = StopReason::Fallback { to: "none", cause: FallbackCause::NoPlan };
-            Ok((request.order.to_vec(), PlanDetails::stopped(stop)))
-        };
-        let budget = match request.budget {
-            Some(b) => b,
-            // Least memory: the smallest budget the chain plan meets (bisected).
-            None => match crate::smallest_feasible_budget(self, graph, request.order, request.options) {
-                Some(b) => b,
-                None => return fallback(),
-            },
-        };
+        // Without a budget, least memory: the smallest budget the chain plan meets (bisected).
+        let budget =
+            request.budget.or_else(|| crate::smallest_feasible_budget(self, graph, request.order, request.options));
+        let Some(budget) = budget else { return Ok(request.no_plan()) };
         let remat_only = Self::plan_at(&view, graph, budget, None, options.mem_slots);
         let offloading =
             options.beta().and_then(|beta| Self::plan_at(&view, graph, budget, Some(beta), options.mem_slots));
@@ -543,7 +534,7 @@ impl Planner for ChainRemat {
         // transfers against recomputation), else rematerialization only.
         let remat_makespan = remat_only.as_ref().map_or(f64::NAN, |p| p.makespan);
         let offloads = offloading.is_some();
-        let Some(chosen) = offloading.or(remat_only) else { return fallback() };
+        let Some(chosen) = offloading.or(remat_only) else { return Ok(request.no_plan()) };
         let offload = offloads.then_some((chosen.makespan, chosen.simulation.offloaded_bytes));
         let stats = ChainStats {
             stages: view.chain.len(),
@@ -559,6 +550,7 @@ impl Planner for ChainRemat {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::StopReason;
     use remat_graph::training::{linear_network, FeedForward};
 
     #[test]
