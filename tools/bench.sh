@@ -33,3 +33,6 @@ done
 "$bench" export-graph transformer --stages 240 -o "$graphs/transformer240.json"
 "$bench" sweep "$graphs/transformer240.json" --budgets 80,60,50,40,30,20 \
   --strategies greedy,treewidth,pathwidth,acg,dtr,chain,hierarchical --time-limit 60 --out "$graphs/sweep240"
+# The heuristics on random layered DAGs with long edges (docs/bench/README.md, "Random layered
+# DAGs with long edges").
+bash tools/layered-table.sh 1000 "0 1 2" "greedy dtr treewidth pathwidth acg hierarchical"

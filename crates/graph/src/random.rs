@@ -91,3 +91,101 @@ impl RandomDag {
 fn spec_is_view(spec: &NodeSpec) -> bool {
     spec.view_source().is_some()
 }
+
+/// Shape of a random layered DAG with long edges: the synthetic benchmark class of
+/// Gagrani et al. (*Neural Topological Ordering for Computation Graphs*, NeurIPS 2022, App. A)
+/// that Moccasin (Bartan et al., ICML 2023, §5) plans, written from that description.
+///
+/// Nodes sit in layers of about `width`; each reads one node of the layer before it and up to
+/// two more, each of which is, with `long_edge_percent` chance, a node of any earlier layer (a
+/// long edge: it keeps an early value live across much of the schedule), else one of the two
+/// layers before. Sizes and costs vary by two orders of magnitude. Unlike [`RandomDag`] it is a
+/// plain computation graph, not a training step: no views, impure ops or buffer reuse.
+#[derive(Clone, Copy, Debug)]
+pub struct RandomLayeredDag {
+    /// Number of op nodes.
+    pub ops: usize,
+    /// Mean nodes per layer.
+    pub width: usize,
+    /// Percent of extra inputs that come from any earlier layer.
+    pub long_edge_percent: u64,
+}
+
+impl RandomLayeredDag {
+    /// `ops` nodes, 10 per layer, 20 % long edges.
+    pub fn new(ops: usize) -> Self {
+        RandomLayeredDag { ops, width: 10, long_edge_percent: 20 }
+    }
+
+    /// Builds the graph for `seed`: one argument, then the ops layer by layer (ids follow a
+    /// topological order). Every node outside the last layer has a reader (one that drew none
+    /// becomes an extra input of a node in the next layer), so the outputs are the last layer.
+    pub fn generate(&self, seed: u64) -> Graph {
+        let mut rng = SplitMix64::new(seed);
+        let width = self.width.max(1) as u64;
+        // Layers of node indices; index 0 is the argument.
+        let mut layers: Vec<Vec<usize>> = vec![vec![0]];
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new()];
+        while preds.len() <= self.ops {
+            let size = (1 + width / 2 + rng.below(width)).min((self.ops + 1 - preds.len()) as u64) as usize;
+            let mut layer = Vec::with_capacity(size);
+            for _ in 0..size {
+                let last = &layers[layers.len() - 1];
+                let mut inputs = vec![last[rng.below(last.len() as u64) as usize]];
+                for _ in 0..rng.below(3) {
+                    let from = if rng.chance(self.long_edge_percent) {
+                        rng.below(layers.len() as u64) as usize
+                    } else {
+                        layers.len() - 1 - (rng.below(2) as usize).min(layers.len() - 1)
+                    };
+                    let p = layers[from][rng.below(layers[from].len() as u64) as usize];
+                    if !inputs.contains(&p) {
+                        inputs.push(p);
+                    }
+                }
+                layer.push(preds.len());
+                preds.push(inputs);
+            }
+            let previous = &layers[layers.len() - 1];
+            let unread: Vec<usize> =
+                previous.iter().copied().filter(|&p| !layer.iter().any(|&n| preds[n].contains(&p))).collect();
+            for unread in unread {
+                let reader = layer[rng.below(layer.len() as u64) as usize];
+                preds[reader].push(unread);
+            }
+            layers.push(layer);
+        }
+        let last: Vec<usize> = layers.last().cloned().unwrap_or_default();
+        let mut g = GraphBuilder::new();
+        g.add(NodeSpec::argument("x", 1 + rng.below(100)), &[]);
+        for (index, inputs) in preds.iter().enumerate().skip(1) {
+            let bytes = 1 + rng.below(100);
+            let cost = (1 + rng.below(10)) as f64;
+            let ids: Vec<NodeId> = inputs.iter().map(|&p| NodeId(p as u32)).collect();
+            let spec = NodeSpec::op(format!("n{}", index - 1), bytes, cost).with_output(last.contains(&index));
+            g.add(spec, &ids);
+        }
+        g.finish().expect("edges point to earlier layers, so the graph is a DAG")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layered_dag_is_seeded_and_has_long_edges() {
+        let shape = RandomLayeredDag::new(1000);
+        let g = shape.generate(3);
+        assert_eq!(g.op_count(), 1000);
+        assert_eq!(format!("{:?}", shape.generate(3).nodes()), format!("{:?}", g.nodes()), "seeded");
+        assert_ne!(format!("{:?}", shape.generate(4).nodes()), format!("{:?}", g.nodes()));
+        // Ids follow the layers, so an edge's id span measures how far back it reaches: with 20 %
+        // long edges some reach back across most of the graph.
+        let longest = g.ids().flat_map(|n| g.preds(n).iter().map(move |p| n.index() - p.index())).max().unwrap();
+        assert!(longest > 500, "longest edge spans {longest} ids");
+        let none = RandomLayeredDag { long_edge_percent: 0, ..shape }.generate(3);
+        let longest = none.ids().flat_map(|n| none.preds(n).iter().map(move |p| n.index() - p.index())).max().unwrap();
+        assert!(longest < 60, "without long edges an edge spans {longest} ids");
+    }
+}

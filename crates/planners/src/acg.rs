@@ -50,7 +50,7 @@
 
 use crate::division::{immediate_dominators, meet, Division, DivisionTree, TwoTerminalDag};
 use crate::step::{stored_bytes, ForwardPart};
-use crate::{choose_candidate, PlanError, PlanRequest, Planner};
+use crate::{choose_candidate, smallest_budget_among, PlanError, PlanRequest, Planner, PlannerOptions};
 use remat_graph::{Graph, NodeId, Schedule};
 
 /// Feng & Huang's Re-forwarding with the ACG solver.
@@ -67,30 +67,45 @@ impl Planner for AcgRemat {
         "Re-forwarding: optimal stored set over the division tree of closed sets (Feng & Huang)"
     }
     fn plan(&self, request: &PlanRequest<'_>) -> Result<Schedule, PlanError> {
-        let graph = request.graph;
-        request.order_positions()?;
-        let forward = ForwardPart::of(graph, request.order);
-        let mut candidates = vec![request.order.to_vec()];
-        if !forward.nodes.is_empty() {
-            let problem = ReforwardProblem::new(graph, &forward);
-            for keep_multi_input in [false, true] {
-                let solver = problem.solver(keep_multi_input);
-                let sweep = solver.sweep();
-                tracing::debug!(
-                    keep_multi_input,
-                    vertices = forward.nodes.len(),
-                    max_terms = sweep.points.len(),
-                    objective = sweep.best().objective,
-                    "acg sweep"
-                );
-                for point in sweep.candidates(CANDIDATES_PER_SWEEP) {
-                    let plan = solver.plan_at(point.max_term);
-                    candidates.push(problem.schedule(graph, request.order, &plan));
-                }
+        choose_candidate(request.graph, "acg", candidates(request)?, request.budget, request.options)
+    }
+    /// The candidates do not depend on the budget: built once, only the choice is bisected.
+    fn smallest_feasible_budget_once(
+        &self,
+        graph: &Graph,
+        order: &[NodeId],
+        options: &PlannerOptions,
+    ) -> Option<Option<u64>> {
+        let request = PlanRequest { graph, order, budget: None, options };
+        Some(smallest_budget_among(graph, order, options, "acg", candidates(&request)))
+    }
+}
+
+/// The input order and, for both assumptions, the plans at the sweep's candidate points.
+fn candidates(request: &PlanRequest<'_>) -> Result<Vec<Schedule>, PlanError> {
+    let graph = request.graph;
+    request.order_positions()?;
+    let forward = ForwardPart::of(graph, request.order);
+    let mut candidates = vec![request.order.to_vec()];
+    if !forward.nodes.is_empty() {
+        let problem = ReforwardProblem::new(graph, &forward);
+        for keep_multi_input in [false, true] {
+            let solver = problem.solver(keep_multi_input);
+            let sweep = solver.sweep();
+            tracing::debug!(
+                keep_multi_input,
+                vertices = forward.nodes.len(),
+                max_terms = sweep.points.len(),
+                objective = sweep.best().objective,
+                "acg sweep"
+            );
+            for point in sweep.candidates(CANDIDATES_PER_SWEEP) {
+                let plan = solver.plan_at(point.max_term);
+                candidates.push(problem.schedule(graph, request.order, &plan));
             }
         }
-        choose_candidate(graph, "acg", candidates, request.budget, request.options)
     }
+    Ok(candidates)
 }
 
 /// A stored set and its segments, per graph node.

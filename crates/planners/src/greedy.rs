@@ -29,10 +29,23 @@
 //! Deviation from XLA, written down: XLA revives dead operands of a rematerialized value, which
 //! can raise memory at earlier program points it has already passed; we recompute them instead.
 //!
-//! Cost: O(steps × evictions × live values) in the worst case; each eviction scans the live set.
+//! # Bounds
+//!
+//! Recomputing dead operands can cascade: on graphs with long edges (random layered DAGs) a
+//! value's recomputation needs a chain of dead ancestors, whose recomputations evict what the
+//! next step needs, and a walk ran for minutes (1.4 M steps on 500 ops). Two bounds, after XLA:
+//! * a walk stops once its schedule holds [`WORK_FACTOR`] times the input order's steps (at
+//!   least [`WORK_FLOOR`]); a walk stopped there is no plan;
+//! * with a budget, a second walk lets one eviction mark at most [`BLOCK_LIMIT`] dead inputs
+//!   for recomputation (XLA's `block_size_limit` on rematerialized blocks). The better plan of
+//!   the two walks is kept ([`compare_plans`]); when both stop at the work bound, the plan is
+//!   the input order with [`StopReason::WorkLimit`].
+//!
+//! Cost: O(steps × evictions × live values) in the worst case; each eviction scans the live set
+//! (and, in the bounded walk, the victim's dead ancestors up to the limit); steps are at most
+//! [`WORK_FACTOR`] times the input order's (or [`WORK_FLOOR`]).
 
 use crate::{compare_plans, PlanDetails, PlanError, PlanRequest, Planner, StopReason};
-use indexmap::IndexSet;
 use remat_graph::{Graph, NodeId, Schedule};
 
 /// XLA's greedy rematerialization (Kumar et al. §4, "GreedyRemat").
@@ -54,19 +67,15 @@ impl Planner for GreedyRemat {
         let graph = request.graph;
         request.order_positions()?;
         match request.budget {
-            Some(budget) => {
-                let state = run_walk(graph, request.order, budget, false);
-                let stop = if state.stuck { StopReason::NoImprovement } else { StopReason::Completed };
-                Ok((state.schedule, PlanDetails::stopped(stop)))
-            }
+            Some(budget) => Ok(plan_at(graph, request.order, budget)),
             // Without a budget, aim for the least memory. The walk is not monotone in its
             // budget (evicting eagerly can keep more inputs alive later), so try both the walk
             // toward the lower bound and the walk at the smallest budget it provably meets
             // (bisection), and keep the plan with the lower peak (then the lower cost).
             None => {
-                let toward_bound = walk(graph, request.order, remat_graph::lower_bound(graph));
+                let toward_bound = plan_at(graph, request.order, remat_graph::lower_bound(graph)).0;
                 let bisected = crate::smallest_feasible_budget(self, graph, request.order, request.options)
-                    .map(|budget| walk(graph, request.order, budget))
+                    .map(|budget| plan_at(graph, request.order, budget).0)
                     .unwrap_or_else(|| request.order.to_vec());
                 let measure = |s: &Schedule| {
                     let sim = remat_graph::simulate(graph, s).expect("greedy plans are valid");
@@ -79,14 +88,53 @@ impl Planner for GreedyRemat {
     }
 }
 
-/// One greedy walk over `order` under `budget` (phases 1–3 of the module docs).
-fn walk(graph: &Graph, order: &[NodeId], budget: u64) -> Schedule {
-    run_walk(graph, order, budget, false).schedule
+/// Most dead inputs one eviction of the bounded walk may mark for recomputation with its
+/// victim: XLA's `block_size_limit` on rematerialized blocks, in our terms.
+const BLOCK_LIMIT: usize = 4;
+
+/// A walk gives up with [`StopReason::WorkLimit`] once its schedule holds this many times the
+/// input order's steps, or [`WORK_FLOOR`] steps if that is more. Under a tight budget on
+/// graphs with long edges each recomputation can evict what the next one needs, and that
+/// cascade ran for minutes on 1000-node random layered DAGs; past the bound a plan would cost
+/// several times the step anyway. It bounds a walk's work by O(steps × live values).
+const WORK_FACTOR: usize = 4;
+
+/// The least step bound: small steps keep room for greedy's quadratic plans (a 16-layer
+/// chain at 20 % of its peak re-forwards the chain for every gradient, +328 %, the optimum).
+const WORK_FLOOR: usize = 1 << 14;
+
+/// The plan at `budget`: the better of two walks (module docs, "Bounds"), one that may mark
+/// any number of dead inputs for recomputation and one whose evictions mark at most
+/// [`BLOCK_LIMIT`]; each stops after [`WORK_FACTOR`] times the input order's steps.
+fn plan_at(graph: &Graph, order: &[NodeId], budget: u64) -> (Schedule, PlanDetails) {
+    let mut best: Option<((u64, f64), Schedule, StopReason)> = None;
+    let mut aborted = 0;
+    for block_limit in [usize::MAX, BLOCK_LIMIT] {
+        let state = run_walk(graph, order, budget, block_limit, false);
+        if state.aborted {
+            aborted += 1;
+            continue;
+        }
+        let sim = remat_graph::simulate(graph, &state.schedule).expect("greedy plans are valid");
+        let stop = if state.stuck { StopReason::NoImprovement } else { StopReason::Completed };
+        let key = (sim.peak_bytes, sim.cost);
+        if best.as_ref().is_none_or(|(k, _, _)| compare_plans(key, *k, Some(budget)).is_lt()) {
+            best = Some((key, state.schedule, stop));
+        }
+    }
+    match best {
+        Some((_, schedule, stop)) => (schedule, PlanDetails::stopped(stop)),
+        None => {
+            debug_assert_eq!(aborted, 2);
+            (order.to_vec(), PlanDetails::stopped(StopReason::WorkLimit))
+        }
+    }
 }
 
-/// The walk itself; with `trace`, records the memory tracked at each step.
-fn run_walk<'g>(graph: &'g Graph, order: &[NodeId], budget: u64, trace: bool) -> State<'g> {
-    let mut state = State::new(graph, order, budget);
+/// One greedy walk over `order` under `budget` (phases 1–3 of the module docs); with
+/// `trace`, records the memory tracked at each step.
+fn run_walk<'g>(graph: &'g Graph, order: &[NodeId], budget: u64, block_limit: usize, trace: bool) -> State<'g> {
+    let mut state = State::new(graph, order, budget, block_limit);
     if trace {
         state.trace = Some(Vec::new());
     }
@@ -94,7 +142,14 @@ fn run_walk<'g>(graph: &'g Graph, order: &[NodeId], budget: u64, trace: bool) ->
         state.emit(node, Reason::Scheduled);
     }
     state.finish();
-    tracing::debug!(steps = state.schedule.len(), evictions = state.evictions, budget, "greedy walk");
+    tracing::debug!(
+        steps = state.schedule.len(),
+        evictions = state.evictions,
+        budget,
+        block_limit,
+        aborted = state.aborted,
+        "greedy walk"
+    );
     state
 }
 
@@ -129,12 +184,20 @@ struct State<'g> {
     executions: Vec<u32>,
     /// For a view: how many executions its source had when the view was last made.
     view_made_from: Vec<u32>,
-    live: IndexSet<NodeId>,
+    /// Live values in the order they became live (swap-removed), and each one's slot there
+    /// (`usize::MAX` when not live).
+    live: Vec<NodeId>,
+    live_slot: Vec<usize>,
     live_bytes: u64,
     schedule: Schedule,
     evictions: usize,
     /// Whether some step stayed over the budget because nothing could be evicted.
     stuck: bool,
+    /// Most dead inputs an eviction may mark for recomputation.
+    block_limit: usize,
+    /// The walk stops (`aborted`) once its schedule is longer than this.
+    step_cap: usize,
+    aborted: bool,
     /// Eviction round counter and `recomputable` memo stamped with it.
     round: u32,
     recomputable_memo: Vec<(u32, bool)>,
@@ -143,7 +206,7 @@ struct State<'g> {
 }
 
 impl<'g> State<'g> {
-    fn new(graph: &'g Graph, order: &[NodeId], budget: u64) -> Self {
+    fn new(graph: &'g Graph, order: &[NodeId], budget: u64, block_limit: usize) -> Self {
         let n = graph.len();
         let root: Vec<NodeId> = graph.ids().map(|id| graph.storage_root(id)).collect();
         let storage_inputs: Vec<Vec<NodeId>> = graph
@@ -186,11 +249,15 @@ impl<'g> State<'g> {
             protected: vec![0; n],
             executions: vec![0; n],
             view_made_from: vec![0; n],
-            live: IndexSet::new(),
+            live: Vec::new(),
+            live_slot: vec![usize::MAX; n],
             live_bytes: 0,
             schedule: Vec::new(),
             evictions: 0,
             stuck: false,
+            block_limit,
+            step_cap: (WORK_FACTOR * order.len()).max(WORK_FLOOR) + graph.outputs().count(),
+            aborted: false,
             trace: None,
             round: 0,
             recomputable_memo: vec![(0, false); n],
@@ -201,6 +268,10 @@ impl<'g> State<'g> {
         self.graph.node(id).view_of.is_none()
     }
 
+    fn is_live(&self, r: NodeId) -> bool {
+        self.live_slot[r.index()] != usize::MAX
+    }
+
     fn needed(&self, r: NodeId) -> bool {
         self.remaining_uses[r.index()] > 0 || self.pending[r.index()] > 0 || self.output_root[r.index()]
     }
@@ -209,11 +280,18 @@ impl<'g> State<'g> {
     fn refresh(&mut self, r: NodeId) {
         let live = self.materialized[r.index()] && self.needed(r);
         let bytes = self.graph.node(r).bytes;
-        if live {
-            if self.live.insert(r) {
-                self.live_bytes += bytes;
+        let slot = self.live_slot[r.index()];
+        if live && slot == usize::MAX {
+            self.live_slot[r.index()] = self.live.len();
+            self.live.push(r);
+            self.live_bytes += bytes;
+        } else if !live && slot != usize::MAX {
+            // Swap-remove, as IndexSet did: the last live value takes the slot.
+            self.live.swap_remove(slot);
+            if let Some(&moved) = self.live.get(slot) {
+                self.live_slot[moved.index()] = slot;
             }
-        } else if self.live.swap_remove(&r) {
+            self.live_slot[r.index()] = usize::MAX;
             self.live_bytes -= bytes;
         }
     }
@@ -253,6 +331,9 @@ impl<'g> State<'g> {
     }
 
     fn emit(&mut self, id: NodeId, reason: Reason) {
+        if self.aborted {
+            return;
+        }
         let inputs = self.storage_inputs[id.index()].clone();
         for r in &inputs {
             self.protected[r.index()] += 1;
@@ -277,6 +358,9 @@ impl<'g> State<'g> {
             trace.push(self.live_bytes + own_bytes);
         }
         self.schedule.push(id);
+        if self.schedule.len() > self.step_cap {
+            self.aborted = true;
+        }
         if let Some(source) = self.graph.node(id).view_of {
             self.view_made_from[id.index()] = self.executions[source.index()];
         }
@@ -318,7 +402,7 @@ impl<'g> State<'g> {
         if ok {
             for i in 0..self.storage_inputs[a.index()].len() {
                 let b = self.storage_inputs[a.index()][i];
-                let resident_or_planned = self.live.contains(&b) || !self.materialized[b.index()];
+                let resident_or_planned = self.is_live(b) || !self.materialized[b.index()];
                 if !resident_or_planned && !self.recomputable(b) {
                     ok = false;
                     break;
@@ -345,9 +429,12 @@ impl<'g> State<'g> {
             }
             let dead_inputs_recomputable = (0..self.storage_inputs[c.index()].len()).all(|i| {
                 let a = self.storage_inputs[c.index()][i];
-                !self.materialized[a.index()] || self.live.contains(&a) || self.recomputable(a)
+                !self.materialized[a.index()] || self.is_live(a) || self.recomputable(a)
             });
             if !dead_inputs_recomputable {
+                continue;
+            }
+            if self.block_limit < usize::MAX && self.dead_closure_exceeds(c, self.block_limit) {
                 continue;
             }
             let mut reduction = node.bytes as i128;
@@ -372,6 +459,24 @@ impl<'g> State<'g> {
         best.map(|(_, _, c)| c)
     }
 
+    /// Whether evicting `c` would mark more than `limit` dead ancestors for recomputation.
+    fn dead_closure_exceeds(&self, c: NodeId, limit: usize) -> bool {
+        let mut seen: Vec<NodeId> = Vec::new();
+        let mut stack = vec![c];
+        while let Some(x) = stack.pop() {
+            for &a in &self.storage_inputs[x.index()] {
+                if self.materialized[a.index()] && !self.is_live(a) && !seen.contains(&a) {
+                    if seen.len() == limit {
+                        return true;
+                    }
+                    seen.push(a);
+                    stack.push(a);
+                }
+            }
+        }
+        false
+    }
+
     /// Frees `c`; its next use will recompute it. Its inputs stay (or become) needed by that
     /// recomputation; inputs already dead are marked for recomputation too.
     fn evict(&mut self, c: NodeId) {
@@ -382,7 +487,7 @@ impl<'g> State<'g> {
         while let Some(x) = stack.pop() {
             for i in 0..self.storage_inputs[x.index()].len() {
                 let a = self.storage_inputs[x.index()][i];
-                let dead = self.materialized[a.index()] && !self.live.contains(&a);
+                let dead = self.materialized[a.index()] && !self.is_live(a);
                 self.pending[a.index()] += 1;
                 if dead {
                     // Not resident now: recompute it when `x` is recomputed, never revive it.
@@ -464,7 +569,7 @@ mod properties {
     use remat_graph::simulate;
 
     fn tracked_plan(g: &Graph, budget: u64) -> (Schedule, Vec<u64>) {
-        let state = run_walk(g, &g.topological_schedule(), budget, true);
+        let state = run_walk(g, &g.topological_schedule(), budget, usize::MAX, true);
         (state.schedule, state.trace.expect("traced"))
     }
 

@@ -105,6 +105,17 @@ pub trait Planner: Sync {
     fn plan_detailed(&self, request: &PlanRequest<'_>) -> Result<(Schedule, PlanDetails), PlanError> {
         Ok((self.plan(request)?, PlanDetails::default()))
     }
+    /// [`smallest_feasible_budget`] found without replanning at every probe, for a strategy
+    /// whose expensive part does not depend on the budget (it does that part once and bisects
+    /// the rest); `None` (the default) bisects by replanning.
+    fn smallest_feasible_budget_once(
+        &self,
+        _graph: &Graph,
+        _order: &[NodeId],
+        _options: &PlannerOptions,
+    ) -> Option<Option<u64>> {
+        None
+    }
 }
 
 impl PlanRequest<'_> {
@@ -165,7 +176,19 @@ pub fn smallest_feasible_budget(
     order: &[NodeId],
     options: &PlannerOptions,
 ) -> Option<u64> {
-    let fits = |budget: u64| -> bool {
+    planner
+        .smallest_feasible_budget_once(graph, order, options)
+        .unwrap_or_else(|| bisect_by_replanning(planner, graph, order, options))
+}
+
+/// [`smallest_feasible_budget`] by replanning at every probe.
+fn bisect_by_replanning(
+    planner: &dyn Planner,
+    graph: &Graph,
+    order: &[NodeId],
+    options: &PlannerOptions,
+) -> Option<u64> {
+    bisect_budget(graph, order, |budget: u64| -> bool {
         let request = PlanRequest { graph, order, budget: Some(budget), options };
         match planner.plan_detailed(&request) {
             Ok((schedule, details)) if !details.transfers.is_empty() => {
@@ -176,7 +199,12 @@ pub fn smallest_feasible_budget(
             }
             Err(_) => false,
         }
-    };
+    })
+}
+
+/// The smallest budget between the lower bound and the baseline peak that `fits`, by
+/// bisection; `None` when the baseline peak does not fit.
+pub(crate) fn bisect_budget(graph: &Graph, order: &[NodeId], fits: impl Fn(u64) -> bool) -> Option<u64> {
     let baseline = simulate(graph, order).ok()?.peak_bytes;
     if !fits(baseline) {
         return None;
@@ -224,18 +252,38 @@ pub(crate) fn choose_candidate(
     budget: Option<u64>,
     options: &PlannerOptions,
 ) -> Result<Schedule, PlanError> {
-    let invalid = |error| PlanError::InvalidSchedule { strategy, error };
+    choose_measured(graph, strategy, &measure_candidates(graph, strategy, candidates)?, budget, options)
+}
+
+/// Each candidate with its raw peak.
+fn measure_candidates(
+    graph: &Graph,
+    strategy: &'static str,
+    candidates: Vec<Schedule>,
+) -> Result<Vec<(u64, Schedule)>, PlanError> {
     let mut measured = Vec::with_capacity(candidates.len());
     for schedule in candidates {
-        let sim = simulate(graph, &schedule).map_err(invalid)?;
+        let sim = simulate(graph, &schedule).map_err(|error| PlanError::InvalidSchedule { strategy, error })?;
         measured.push((sim.peak_bytes, schedule));
     }
+    Ok(measured)
+}
+
+/// [`choose_candidate`] over candidates already measured.
+fn choose_measured(
+    graph: &Graph,
+    strategy: &'static str,
+    measured: &[(u64, Schedule)],
+    budget: Option<u64>,
+    options: &PlannerOptions,
+) -> Result<Schedule, PlanError> {
+    let invalid = |error| PlanError::InvalidSchedule { strategy, error };
     let Some(lowest) = measured.iter().map(|m| m.0).min() else { return Ok(Vec::new()) };
-    let contenders: Vec<(u64, Schedule)> = match budget {
-        Some(b) if lowest <= b => measured.into_iter().filter(|m| m.0 <= b).collect(),
-        _ => measured.into_iter().filter(|m| m.0 == lowest).collect(),
-    };
-    let mut best: Option<((u64, f64), Schedule)> = None;
+    let contenders = measured.iter().filter(|m| match budget {
+        Some(b) if lowest <= b => m.0 <= b,
+        _ => m.0 == lowest,
+    });
+    let mut best: Option<((u64, f64), &Schedule)> = None;
     for (_, raw) in contenders {
         let sim = simulate(graph, &finish(graph, raw.clone(), budget, options)).map_err(invalid)?;
         let key = (sim.peak_bytes, sim.cost);
@@ -243,7 +291,26 @@ pub(crate) fn choose_candidate(
             best = Some((key, raw));
         }
     }
-    Ok(best.map(|(_, s)| s).unwrap_or_default())
+    Ok(best.map(|(_, s)| s.clone()).unwrap_or_default())
+}
+
+/// [`smallest_feasible_budget`] for a strategy that picks among budget-independent
+/// `candidates` with [`choose_candidate`]: they are built and simulated once, and only the
+/// choice (and its polishing) is bisected.
+pub(crate) fn smallest_budget_among(
+    graph: &Graph,
+    order: &[NodeId],
+    options: &PlannerOptions,
+    strategy: &'static str,
+    candidates: Result<Vec<Schedule>, PlanError>,
+) -> Option<u64> {
+    let measured = measure_candidates(graph, strategy, candidates.ok()?).ok()?;
+    bisect_budget(graph, order, |budget| {
+        choose_measured(graph, strategy, &measured, Some(budget), options)
+            .ok()
+            .and_then(|raw| simulate(graph, &finish(graph, raw, Some(budget), options)).ok())
+            .is_some_and(|s| s.peak_bytes <= budget)
+    })
 }
 
 /// A plan measured against its budget.
@@ -344,9 +411,35 @@ pub fn measure_plan(
     Ok(MeasuredPlan { schedule, simulation, raw, baseline, lower_bound: bound, plan_seconds, details })
 }
 
+/// The smallest budget to name in the infeasible diagnostic of `planner`, whose plan carried
+/// `details`: one at which the strategy succeeds. The ILP's certificate knows the least peak
+/// its class reaches, but a solve at exactly that budget can run out of time, so it is named
+/// only when the ILP, asked again at it, meets it; `auto` names the least budget one of the
+/// heuristics it compared meets (each checked by its bisection), any other strategy is
+/// bisected.
+fn named_smallest_budget(
+    planner: &dyn Planner,
+    graph: &Graph,
+    order: &[NodeId],
+    options: &PlannerOptions,
+    details: &PlanDetails,
+) -> Option<u64> {
+    let certified = details.facts::<ilp::Certificate>().and_then(|c| c.smallest_feasible_budget).filter(|&budget| {
+        let ilp = strategy("ilp").expect("the ilp is a strategy");
+        measure_plan(ilp, graph, order, Some(budget), options).is_ok_and(|plan| plan.simulation.peak_bytes <= budget)
+    });
+    let searched = if !details.comparison.is_empty() {
+        auto::smallest_feasible_budget(graph, order, options, &details.comparison)
+    } else if certified.is_none() {
+        smallest_feasible_budget(planner, graph, order, options)
+    } else {
+        None
+    };
+    certified.into_iter().chain(searched).min()
+}
+
 /// Plans with `planner`, measures the result, and checks it against `budget`. When the budget
-/// is not met, finds the smallest budget the strategy does meet: the ILP's certificate says,
-/// `auto` asks the heuristics it compared, any other strategy is bisected.
+/// is not met, names the smallest budget the strategy does meet ([`named_smallest_budget`]).
 pub fn plan_within_budget(
     planner: &dyn Planner,
     graph: &Graph,
@@ -363,13 +456,7 @@ pub fn plan_within_budget(
                 budget,
                 achieved: plan.simulation.peak_bytes,
                 lower_bound: plan.lower_bound,
-                smallest_feasible: match details.facts::<ilp::Certificate>().and_then(|c| c.smallest_feasible_budget) {
-                    Some(proven) => Some(proven),
-                    None if !details.comparison.is_empty() => {
-                        auto::smallest_feasible_budget(graph, order, options, &details.comparison)
-                    }
-                    None => smallest_feasible_budget(planner, graph, order, options),
-                },
+                smallest_feasible: named_smallest_budget(planner, graph, order, options, details),
             }
             .into());
         }

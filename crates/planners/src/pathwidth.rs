@@ -31,7 +31,7 @@
 //! of `u`'s interval nearest the middle of the decomposition (the paper allows any).
 
 use crate::pathdec::{add_spine, greedy_ordering, hamiltonian_path, PathDecomposition, Spine};
-use crate::{choose_candidate, PlanError, PlanRequest, Planner};
+use crate::{choose_candidate, smallest_budget_among, PlanError, PlanRequest, Planner, PlannerOptions};
 use remat_graph::{Graph, NodeId, Schedule};
 
 /// A run is abandoned once its raw schedule passes this many steps per node.
@@ -48,31 +48,46 @@ impl Planner for PwRemat {
         "PWRemat: divide and conquer over a path decomposition with a long spine (Kumar et al.)"
     }
     fn plan(&self, request: &PlanRequest<'_>) -> Result<Schedule, PlanError> {
-        let graph = request.graph;
-        request.order_positions()?;
-        let problem = SpinedDecomposition::new(graph, request.order);
-        tracing::debug!(
-            width = problem.width,
-            bags = problem.bags.len(),
-            added = problem.spine.added.len(),
-            "path decomposition with spine"
-        );
-        let stops: Vec<usize> = match request.options.pw_stop {
-            Some(k) => vec![k.max(1)],
-            None => std::iter::successors(Some(1usize), |&k| (k <= problem.bags.len()).then_some(k * 2)).collect(),
-        };
-        let limit = LENGTH_LIMIT_PER_NODE.saturating_mul(graph.len().max(1));
-        // PWRemat(∞): the top-level base case, a schedule without rematerialization; the
-        // paper asks for any valid one, and the input order is the one the user measured.
-        let mut candidates = vec![request.order.to_vec()];
-        for k in stops {
-            match problem.schedule(graph, k, limit) {
-                Some(raw) => candidates.push(raw),
-                None => tracing::debug!(stop = k, limit, "PWRemat(k) abandoned: schedule too long"),
-            }
-        }
-        choose_candidate(graph, "pathwidth", candidates, request.budget, request.options)
+        choose_candidate(request.graph, "pathwidth", candidates(request)?, request.budget, request.options)
     }
+    /// The candidates do not depend on the budget: built once, only the choice is bisected.
+    fn smallest_feasible_budget_once(
+        &self,
+        graph: &Graph,
+        order: &[NodeId],
+        options: &PlannerOptions,
+    ) -> Option<Option<u64>> {
+        let request = PlanRequest { graph, order, budget: None, options };
+        Some(smallest_budget_among(graph, order, options, "pathwidth", candidates(&request)))
+    }
+}
+
+/// The input order and PWRemat(k) for each k (or `--pw-stop`'s).
+fn candidates(request: &PlanRequest<'_>) -> Result<Vec<Schedule>, PlanError> {
+    let graph = request.graph;
+    request.order_positions()?;
+    let problem = SpinedDecomposition::new(graph, request.order);
+    tracing::debug!(
+        width = problem.width,
+        bags = problem.bags.len(),
+        added = problem.spine.added.len(),
+        "path decomposition with spine"
+    );
+    let stops: Vec<usize> = match request.options.pw_stop {
+        Some(k) => vec![k.max(1)],
+        None => std::iter::successors(Some(1usize), |&k| (k <= problem.bags.len()).then_some(k * 2)).collect(),
+    };
+    let limit = LENGTH_LIMIT_PER_NODE.saturating_mul(graph.len().max(1));
+    // PWRemat(∞): the top-level base case, a schedule without rematerialization; the
+    // paper asks for any valid one, and the input order is the one the user measured.
+    let mut candidates = vec![request.order.to_vec()];
+    for k in stops {
+        match problem.schedule(graph, k, limit) {
+            Some(raw) => candidates.push(raw),
+            None => tracing::debug!(stop = k, limit, "PWRemat(k) abandoned: schedule too long"),
+        }
+    }
+    Ok(candidates)
 }
 
 /// A graph with a long spine and a path decomposition of graph + spine, in spine indices.

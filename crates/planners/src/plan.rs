@@ -30,6 +30,9 @@ pub enum StopReason {
     /// A search stopped because no step of it lowered memory any further (the budget, if any,
     /// may be unmet).
     NoImprovement,
+    /// The strategy's recomputation exceeded its work bound (a cascade of recomputations
+    /// on long edges) before it met the budget; the plan is the input order.
+    WorkLimit,
     /// The strategy's own method gave no plan, so another strategy's plan was returned.
     Fallback {
         /// The strategy whose plan this is.
@@ -50,7 +53,7 @@ pub enum FallbackCause {
 
 impl StopReason {
     /// The name in the report's JSON (`stop.reason`): `completed`, `optimal`, `gap`,
-    /// `time-limit`, `no-improvement` or `fallback`.
+    /// `time-limit`, `no-improvement`, `work-limit` or `fallback`.
     pub fn name(&self) -> &'static str {
         match self {
             StopReason::Completed => "completed",
@@ -58,6 +61,7 @@ impl StopReason {
             StopReason::Gap { .. } => "gap",
             StopReason::TimeLimit { .. } => "time-limit",
             StopReason::NoImprovement => "no-improvement",
+            StopReason::WorkLimit => "work-limit",
             StopReason::Fallback { .. } => "fallback",
         }
     }
@@ -84,6 +88,7 @@ impl fmt::Display for StopReason {
             }
             StopReason::TimeLimit { gap: None } => write!(f, "time limit"),
             StopReason::NoImprovement => write!(f, "no improvement: nothing more to recompute"),
+            StopReason::WorkLimit => write!(f, "work limit: recomputation cascaded past its bound"),
             StopReason::Fallback { to, cause: FallbackCause::NoPlan } => write!(f, "fallback to {to}'s plan (no plan)"),
             StopReason::Fallback { to, cause: FallbackCause::TimeLimit } => {
                 write!(f, "fallback to {to}'s plan (no plan in the time limit)")

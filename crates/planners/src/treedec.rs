@@ -85,18 +85,69 @@ pub(crate) fn skeleton(graph: &Graph) -> Vec<BTreeSet<u32>> {
     adjacency
 }
 
-/// Edges a vertex's elimination would add: non-adjacent pairs among its neighbours.
-fn fill_in(adjacency: &[BTreeSet<u32>], v: u32) -> u64 {
-    let neighbours: Vec<u32> = adjacency[v as usize].iter().copied().collect();
-    let mut missing = 0;
-    for (i, &a) in neighbours.iter().enumerate() {
-        for &b in &neighbours[i + 1..] {
-            if !adjacency[a as usize].contains(&b) {
-                missing += 1;
+/// Edges a vertex's elimination would add: non-adjacent pairs among its neighbours, i.e.
+/// C(d, 2) minus the edges among them. Those are counted with `rows` (bit rows of the
+/// adjacency, on graphs up to [`DENSE_ROWS_LIMIT`] nodes: a popcount per neighbour), else by
+/// marking the neighbours in `mark` (scratch, all `u32::MAX` outside this call) and walking
+/// each neighbour's list: O(Σ deg) scans instead of O(d²) set lookups.
+fn fill_in(adjacency: &[BTreeSet<u32>], rows: Option<&BitRows>, v: u32, mark: &mut [u32]) -> u64 {
+    let neighbours = &adjacency[v as usize];
+    let ends = match rows {
+        Some(rows) => neighbours.iter().map(|&a| rows.common(v, a)).sum::<u64>(),
+        None => {
+            for &a in neighbours {
+                mark[a as usize] = v;
+            }
+            let ends = neighbours
+                .iter()
+                .map(|&a| adjacency[a as usize].iter().filter(|&&b| mark[b as usize] == v).count() as u64)
+                .sum();
+            for &a in neighbours {
+                mark[a as usize] = u32::MAX;
+            }
+            ends
+        }
+    };
+    let d = neighbours.len() as u64;
+    d * d.saturating_sub(1) / 2 - ends / 2
+}
+
+/// Graphs up to this many nodes keep bit rows of the adjacency during min-fill elimination
+/// (n²/8 bytes: 32 MiB at the limit).
+const DENSE_ROWS_LIMIT: usize = 1 << 14;
+
+/// The adjacency as one bit row per vertex.
+struct BitRows {
+    words: usize,
+    bits: Vec<u64>,
+}
+
+impl BitRows {
+    fn new(adjacency: &[BTreeSet<u32>]) -> Self {
+        let words = adjacency.len().div_ceil(64);
+        let mut rows = BitRows { words, bits: vec![0; words * adjacency.len()] };
+        for (v, neighbours) in adjacency.iter().enumerate() {
+            for &a in neighbours {
+                rows.set(v as u32, a, true);
             }
         }
+        rows
     }
-    missing
+    fn row(&self, v: u32) -> &[u64] {
+        &self.bits[v as usize * self.words..(v as usize + 1) * self.words]
+    }
+    fn set(&mut self, v: u32, a: u32, on: bool) {
+        let word = &mut self.bits[v as usize * self.words + a as usize / 64];
+        if on {
+            *word |= 1 << (a % 64);
+        } else {
+            *word &= !(1 << (a % 64));
+        }
+    }
+    /// |N(v) ∩ N(a)|.
+    fn common(&self, v: u32, a: u32) -> u64 {
+        self.row(v).iter().zip(self.row(a)).map(|(x, y)| (x & y).count_ones() as u64).sum()
+    }
 }
 
 impl TreeDecomposition {
@@ -106,17 +157,20 @@ impl TreeDecomposition {
     pub fn from_elimination(graph: &Graph, heuristic: EliminationHeuristic) -> Self {
         let mut adjacency = skeleton(graph);
         let vertices: Vec<u32> = graph.ids().filter(|&n| !graph.node(n).argument).map(|n| n.0).collect();
-        let score = |adjacency: &[BTreeSet<u32>], v: u32| -> (u64, u64) {
+        let min_fill = heuristic == EliminationHeuristic::MinFill;
+        let mut rows = (min_fill && graph.len() <= DENSE_ROWS_LIMIT).then(|| BitRows::new(&adjacency));
+        let mut mark = vec![u32::MAX; graph.len()];
+        let mut score = |adjacency: &[BTreeSet<u32>], rows: Option<&BitRows>, v: u32| -> (u64, u64) {
             let degree = adjacency[v as usize].len() as u64;
             match heuristic {
-                EliminationHeuristic::MinFill => (fill_in(adjacency, v), degree),
+                EliminationHeuristic::MinFill => (fill_in(adjacency, rows, v, &mut mark), degree),
                 EliminationHeuristic::MinDegree => (degree, 0),
             }
         };
         let mut current: Vec<(u64, u64)> = vec![(0, 0); graph.len()];
         let mut queue: BTreeSet<((u64, u64), u32)> = BTreeSet::new();
         for &v in &vertices {
-            current[v as usize] = score(&adjacency, v);
+            current[v as usize] = score(&adjacency, rows.as_ref(), v);
             queue.insert((current[v as usize], v));
         }
         let mut eliminated = vec![false; graph.len()];
@@ -126,16 +180,35 @@ impl TreeDecomposition {
             eliminated[v as usize] = true;
             position[v as usize] = bag_neighbours.len();
             let neighbours: Vec<u32> = adjacency[v as usize].iter().copied().collect();
+            // Vertices whose score may change: v's neighbours (their neighbourhoods change)
+            // and, under min-fill, the common neighbours of each new fill edge's ends (one
+            // missing pair fewer).
             let mut touched: BTreeSet<u32> = neighbours.iter().copied().collect();
             for (i, &a) in neighbours.iter().enumerate() {
                 adjacency[a as usize].remove(&v);
+                if let Some(rows) = rows.as_mut() {
+                    rows.set(a, v, false);
+                }
                 for &b in &neighbours[i + 1..] {
                     if adjacency[a as usize].insert(b) {
                         adjacency[b as usize].insert(a);
-                        if heuristic == EliminationHeuristic::MinFill {
-                            // Common neighbours of a and b lose a missing pair.
-                            touched.extend(adjacency[a as usize].iter().copied());
-                            touched.extend(adjacency[b as usize].iter().copied());
+                        match rows.as_mut() {
+                            Some(rows) => {
+                                rows.set(a, b, true);
+                                rows.set(b, a, true);
+                                for (k, (x, y)) in rows.row(a).iter().zip(rows.row(b)).enumerate() {
+                                    let mut common = x & y;
+                                    while common != 0 {
+                                        touched.insert((k * 64) as u32 + common.trailing_zeros());
+                                        common &= common - 1;
+                                    }
+                                }
+                            }
+                            None if min_fill => {
+                                touched.extend(adjacency[a as usize].iter().copied());
+                                touched.extend(adjacency[b as usize].iter().copied());
+                            }
+                            None => {}
                         }
                     }
                 }
@@ -145,7 +218,7 @@ impl TreeDecomposition {
                 if eliminated[w as usize] {
                     continue;
                 }
-                let s = score(&adjacency, w);
+                let s = score(&adjacency, rows.as_ref(), w);
                 if s != current[w as usize] {
                     queue.remove(&(current[w as usize], w));
                     current[w as usize] = s;

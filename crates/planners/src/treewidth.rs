@@ -29,8 +29,9 @@
 //! (`choose_candidate` in the crate root).
 //! `--tw-stop` and `--td-heuristic` fix either.
 
+use crate::pathwidth::LENGTH_LIMIT_PER_NODE;
 use crate::treedec::{EliminationHeuristic, SeparatorHierarchy, TreeDecomposition};
-use crate::{choose_candidate, PlanError, PlanRequest, Planner};
+use crate::{choose_candidate, smallest_budget_among, PlanError, PlanRequest, Planner, PlannerOptions};
 use remat_graph::{Graph, NodeId, Schedule};
 
 /// Kumar et al.'s TWRemat (Algorithm 1) with the TWRemat(k) trade-off.
@@ -44,55 +45,91 @@ impl Planner for TwRemat {
         "TWRemat: divide and conquer over balanced separators of a tree decomposition (Kumar et al.)"
     }
     fn plan(&self, request: &PlanRequest<'_>) -> Result<Schedule, PlanError> {
-        let graph = request.graph;
-        let options = request.options;
-        let rank = request.order_positions()?;
-        let heuristics: Vec<EliminationHeuristic> = match options.td_heuristic {
-            Some(h) => vec![h],
-            None => EliminationHeuristic::ALL.to_vec(),
-        };
-        let mut candidates = Vec::new();
-        for heuristic in heuristics {
-            let mut td = TreeDecomposition::from_elimination(graph, heuristic);
-            td.compress();
-            debug_assert_eq!(td.validate(graph), Ok(()));
-            let hierarchy = SeparatorHierarchy::new(&td, graph.len(), &rank);
-            let stops: Vec<usize> = match options.tw_stop {
-                Some(k) => vec![k.max(1)],
-                None => std::iter::successors(Some(1usize), |&k| (k <= td.len()).then_some(k * 2)).collect(),
-            };
-            tracing::debug!(heuristic = heuristic.name(), width = td.width(), bags = td.len(), "tree decomposition");
-            for k in stops {
-                candidates.push(tw_schedule(graph, &hierarchy, &rank, request.order, k));
-            }
-        }
-        choose_candidate(graph, "treewidth", candidates, request.budget, options)
+        let candidates = candidates(request)?;
+        choose_candidate(request.graph, "treewidth", candidates, request.budget, request.options)
+    }
+    /// The candidates (TWRemat(k) for every k and heuristic) do not depend on the budget, so
+    /// they are built once and only the choice among them is bisected.
+    fn smallest_feasible_budget_once(
+        &self,
+        graph: &Graph,
+        order: &[NodeId],
+        options: &PlannerOptions,
+    ) -> Option<Option<u64>> {
+        let request = PlanRequest { graph, order, budget: None, options };
+        Some(smallest_budget_among(graph, order, options, "treewidth", candidates(&request)))
     }
 }
 
+/// TWRemat(k) for each k (or `--tw-stop`'s) and each elimination heuristic (or
+/// `--td-heuristic`'s).
+fn candidates(request: &PlanRequest<'_>) -> Result<Vec<Schedule>, PlanError> {
+    let graph = request.graph;
+    let options = request.options;
+    let rank = request.order_positions()?;
+    let heuristics: Vec<EliminationHeuristic> = match options.td_heuristic {
+        Some(h) => vec![h],
+        None => EliminationHeuristic::ALL.to_vec(),
+    };
+    let limit = LENGTH_LIMIT_PER_NODE.saturating_mul(graph.len().max(1));
+    let mut candidates = Vec::new();
+    for heuristic in heuristics {
+        let mut td = TreeDecomposition::from_elimination(graph, heuristic);
+        td.compress();
+        debug_assert_eq!(td.validate(graph), Ok(()));
+        let hierarchy = SeparatorHierarchy::new(&td, graph.len(), &rank);
+        let stops: Vec<usize> = match options.tw_stop {
+            Some(k) => vec![k.max(1)],
+            None => std::iter::successors(Some(1usize), |&k| (k <= td.len()).then_some(k * 2)).collect(),
+        };
+        tracing::debug!(heuristic = heuristic.name(), width = td.width(), bags = td.len(), "tree decomposition");
+        for k in stops {
+            match tw_schedule(graph, &hierarchy, &rank, request.order, k, limit) {
+                Some(schedule) => candidates.push(schedule),
+                None => tracing::debug!(stop = k, limit, "TWRemat(k) abandoned: schedule too long"),
+            }
+        }
+    }
+    Ok(candidates)
+}
+
 /// TWRemat(k) on the whole graph: the outputs and dead values requested at the top level;
-/// impure nodes then keep only their first execution.
+/// impure nodes then keep only their first execution. `None` once the raw schedule passes
+/// `limit` steps.
 pub fn tw_schedule(
     graph: &Graph,
     hierarchy: &SeparatorHierarchy,
     rank: &[usize],
     order: &[NodeId],
     stop: usize,
-) -> Schedule {
+    limit: usize,
+) -> Option<Schedule> {
     if hierarchy.levels.is_empty() {
-        return Vec::new();
+        return Some(Vec::new());
     }
     let mut wanted: Vec<NodeId> = graph
         .ids()
         .filter(|&n| !graph.node(n).argument && (graph.node(n).output || graph.succs(n).is_empty()))
         .collect();
     wanted.sort_by_key(|n| rank[n.index()]);
-    let mut run =
-        Recursion { graph, hierarchy, rank, order, stop, schedule: Vec::new(), stamp: vec![0; graph.len()], calls: 0 };
+    let mut run = Recursion {
+        graph,
+        hierarchy,
+        rank,
+        order,
+        stop,
+        limit,
+        schedule: Vec::new(),
+        stamp: vec![0; graph.len()],
+        calls: 0,
+    };
     run.call(0, &wanted);
+    if run.schedule.len() > limit {
+        return None;
+    }
     let mut executed = vec![false; graph.len()];
     run.schedule.retain(|&n| graph.node(n).pure || !std::mem::replace(&mut executed[n.index()], true));
-    run.schedule
+    Some(run.schedule)
 }
 
 struct Recursion<'a> {
@@ -101,6 +138,8 @@ struct Recursion<'a> {
     rank: &'a [usize],
     order: &'a [NodeId],
     stop: usize,
+    /// The recursion gives up once the schedule passes this many steps.
+    limit: usize,
     schedule: Schedule,
     /// `stamp[v] == calls` marks `v` as needed by the current call.
     stamp: Vec<u64>,
@@ -110,6 +149,9 @@ struct Recursion<'a> {
 impl Recursion<'_> {
     /// Algorithm 1 on level `level` (V' = its nodes), computing `wanted` ⊆ V'.
     fn call(&mut self, level: usize, wanted: &[NodeId]) {
+        if self.schedule.len() > self.limit {
+            return;
+        }
         let needed = self.needed(level, wanted);
         let here = &self.hierarchy.levels[level];
         if here.bags < self.stop {

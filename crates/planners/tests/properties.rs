@@ -105,10 +105,13 @@ proptest! {
             let mut td = TreeDecomposition::from_elimination(&g, heuristic);
             td.compress();
             let hierarchy = SeparatorHierarchy::new(&td, g.len(), &rank);
-            let schedule = tw_schedule(&g, &hierarchy, &rank, &order, stop);
+            let schedule = tw_schedule(&g, &hierarchy, &rank, &order, stop, usize::MAX).unwrap();
             prop_assert!(simulate(&g, &schedule).is_ok(), "TWRemat({}) with {}: {:?}", stop, heuristic.name(), simulate(&g, &schedule));
-            let everything = tw_schedule(&g, &hierarchy, &rank, &order, td.len() + 1);
+            let everything = tw_schedule(&g, &hierarchy, &rank, &order, td.len() + 1, usize::MAX).unwrap();
             prop_assert_eq!(&everything, &order);
+            if !schedule.is_empty() {
+                prop_assert!(tw_schedule(&g, &hierarchy, &rank, &order, stop, schedule.len() - 1).is_none());
+            }
         }
     }
 

@@ -397,6 +397,7 @@ mod tests {
             StopReason::Gap { gap: 0.1 },
             StopReason::TimeLimit { gap: None },
             StopReason::NoImprovement,
+            StopReason::WorkLimit,
             StopReason::Fallback { to: "none", cause: remat_planners::FallbackCause::NoPlan },
         ]
         .iter()

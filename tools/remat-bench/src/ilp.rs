@@ -3,6 +3,7 @@
 //! status, proven gap and solve time).
 
 use crate::read_graph;
+use remat_graph::random::RandomLayeredDag;
 use remat_graph::training::{Architecture, ConvNet, Transformer};
 use remat_graph::{simulate, Graph};
 use remat_planners::ilp::SolveStatus;
@@ -22,7 +23,14 @@ pub fn export(architecture: &str, stages: &[usize], output: &Path) -> Result<(),
             let layers = stages.first().copied().unwrap_or(1);
             (Transformer::new(layers).generate(), format!("transformer{layers}"))
         }
-        other => return Err(format!("unknown architecture '{other}' (available: vgg, resnet, transformer)")),
+        "layered-dag" => {
+            let ops = stages.first().copied().unwrap_or(1000);
+            let seed = stages.get(1).copied().unwrap_or(0) as u64;
+            (RandomLayeredDag::new(ops).generate(seed), format!("layered-dag{ops}-seed{seed}"))
+        }
+        other => {
+            return Err(format!("unknown architecture '{other}' (available: vgg, resnet, transformer, layered-dag)"))
+        }
     };
     let text = remat_graph::json::write_graph(
         &graph,
