@@ -439,7 +439,9 @@ fn named_smallest_budget(
 }
 
 /// Plans with `planner`, measures the result, and checks it against `budget`. When the budget
-/// is not met, names the smallest budget the strategy does meet ([`named_smallest_budget`]).
+/// is not met, finds the smallest budget the strategy does meet ([`named_smallest_budget`]):
+/// below `budget`, the plan made there is returned (it fits); otherwise it is named in the
+/// [`Infeasible`] diagnostic.
 pub fn plan_within_budget(
     planner: &dyn Planner,
     graph: &Graph,
@@ -450,13 +452,22 @@ pub fn plan_within_budget(
     let plan = measure_plan(planner, graph, order, budget, options)?;
     if let Some(budget) = budget {
         if plan.simulation.peak_bytes > budget {
-            let details = &plan.details;
+            let smallest_feasible = named_smallest_budget(planner, graph, order, options, &plan.details);
+            // A heuristic need not be monotone in its budget: one that misses `budget` can
+            // meet a smaller one, and its plan there is a plan within `budget`.
+            if let Some(smaller) = smallest_feasible.filter(|&s| s < budget) {
+                if let Ok(within) = measure_plan(planner, graph, order, Some(smaller), options) {
+                    if within.simulation.peak_bytes <= budget {
+                        return Ok(within);
+                    }
+                }
+            }
             return Err(Infeasible {
                 strategy: planner.name(),
                 budget,
                 achieved: plan.simulation.peak_bytes,
                 lower_bound: plan.lower_bound,
-                smallest_feasible: named_smallest_budget(planner, graph, order, options, details),
+                smallest_feasible,
             }
             .into());
         }
