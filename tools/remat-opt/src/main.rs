@@ -617,19 +617,19 @@ fn process_graph_json(
     if let Some(request) = sweep {
         return run_sweep(request, options, &function, &graph, &order).map_err(|e| error(source_name, e));
     }
+    // Checked before planning, which can take long on large graphs.
+    if matches!(cli.emit, Emit::Mlir | Emit::Ptx | Emit::Library) {
+        return Err(error(
+            source_name,
+            "a graph JSON or DTR log input has no IR to rewrite; use --emit=schedule-json or --emit=graph-json",
+        ));
+    }
     let (plan, report) =
         remat_pass::plan_graph(&function, &graph, &order, options).map_err(|e| error(source_name, e))?;
-    let out = match cli.emit {
-        Emit::GraphJson => graph_json(&graph, &function).into_bytes(),
-        Emit::ScheduleJson => {
-            json::write_schedule(&function, &report.strategy, &plan.schedule, &plan.details.transfers).into_bytes()
-        }
-        Emit::Mlir | Emit::Ptx | Emit::Library => {
-            return Err(error(
-                source_name,
-                "a graph JSON or DTR log input has no IR to rewrite; use --emit=schedule-json or --emit=graph-json",
-            ))
-        }
+    let out = if matches!(cli.emit, Emit::GraphJson) {
+        graph_json(&graph, &function).into_bytes()
+    } else {
+        json::write_schedule(&function, &report.strategy, &plan.schedule, &plan.details.transfers).into_bytes()
     };
     Ok(Processed { output: out, report: Some(report), sweep: None })
 }
