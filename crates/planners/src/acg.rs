@@ -76,8 +76,7 @@ impl Planner for AcgRemat {
         order: &[NodeId],
         options: &PlannerOptions,
     ) -> Option<Option<u64>> {
-        let request = PlanRequest { graph, order, budget: None, options };
-        Some(smallest_budget_among(graph, order, options, "acg", candidates(&request)))
+        Some(smallest_budget_among(graph, order, options, "acg", candidates))
     }
 }
 

@@ -295,16 +295,17 @@ fn choose_measured(
 }
 
 /// [`smallest_feasible_budget`] for a strategy that picks among budget-independent
-/// `candidates` with [`choose_candidate`]: they are built and simulated once, and only the
-/// choice (and its polishing) is bisected.
+/// candidates (what `candidates` builds for a request) with [`choose_candidate`]: they are
+/// built and simulated once, and only the choice (and its polishing) is bisected.
 pub(crate) fn smallest_budget_among(
     graph: &Graph,
     order: &[NodeId],
     options: &PlannerOptions,
     strategy: &'static str,
-    candidates: Result<Vec<Schedule>, PlanError>,
+    candidates: fn(&PlanRequest<'_>) -> Result<Vec<Schedule>, PlanError>,
 ) -> Option<u64> {
-    let measured = measure_candidates(graph, strategy, candidates.ok()?).ok()?;
+    let request = PlanRequest { graph, order, budget: None, options };
+    let measured = measure_candidates(graph, strategy, candidates(&request).ok()?).ok()?;
     bisect_budget(graph, order, |budget| {
         choose_measured(graph, strategy, &measured, Some(budget), options)
             .ok()

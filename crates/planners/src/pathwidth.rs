@@ -57,8 +57,7 @@ impl Planner for PwRemat {
         order: &[NodeId],
         options: &PlannerOptions,
     ) -> Option<Option<u64>> {
-        let request = PlanRequest { graph, order, budget: None, options };
-        Some(smallest_budget_among(graph, order, options, "pathwidth", candidates(&request)))
+        Some(smallest_budget_among(graph, order, options, "pathwidth", candidates))
     }
 }
 

@@ -56,8 +56,7 @@ impl Planner for TwRemat {
         order: &[NodeId],
         options: &PlannerOptions,
     ) -> Option<Option<u64>> {
-        let request = PlanRequest { graph, order, budget: None, options };
-        Some(smallest_budget_among(graph, order, options, "treewidth", candidates(&request)))
+        Some(smallest_budget_among(graph, order, options, "treewidth", candidates))
     }
 }
 
