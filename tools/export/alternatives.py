@@ -49,10 +49,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 POLICIES = ("none", "nothing_saveable", "dots_saveable")
-JAX_MODELS = ("mlp", "rnn_scan", "transformer", "resnet", "transformer12")
+# Policies a model is also measured with: the one scanned LMs use in practice (MaxText's
+# default), which saves the weight matmuls and recomputes the attention's batched ones.
+EXTRA_POLICIES = {"transformer_scan": ("dots_with_no_batch_dims_saveable",)}
+JAX_MODELS = ("mlp", "rnn_scan", "transformer", "resnet", "transformer12", "transformer_scan")
 # XLA's cost analysis counts a while loop's body once, not once per trip.
 LOOP_MODELS = ("rnn_scan",)
 LOOP_FLOPS = " (counts each lax.scan while-loop body once, not per time step)"
+# Models whose flops are taken from the same step with its scans unrolled (lax.scan's
+# unroll=True: the same arithmetic, so the cost analysis counts every layer), while their
+# memory is the scanned step's own.
+UNROLLED_FLOP_MODELS = ("transformer_scan",)
+UNROLLED_FLOPS = (" of the same step with lax.scan(unroll=True) (the scanned step's analysis counts "
+                  "the loop body once)")
 LOSS_RTOL = 1e-6  # a checkpointed step must give the exported step's loss
 SEED = 0  # of the inputs the loss check draws (as check_examples.py / compare_torch.py do)
 
@@ -130,6 +139,16 @@ def jax_forwards(E, remat):
         w, b = params["head"]
         return pooled @ w + b
 
+    def scan_block(h, blk):
+        return E.transformer_scan_block(h, blk), None
+
+    def transformer_scan(params, tokens, unroll=False):
+        h = jnp.take(params["embed"], tokens, axis=0) + params["pos"]
+        h, _ = lax.scan(remat(scan_block), h, params["blocks"], unroll=unroll)
+        h = E.layernorm(h, *params["ln_f"])
+        w, b = params["head"]
+        return h @ w + b
+
     n_mlp = len(E.MLP_DIMS) - 1
     blocks = "pre-LN block (h + attention(ln1(h)), then h + mlp(ln2(h)))"
     return {
@@ -139,6 +158,8 @@ def jax_forwards(E, remat):
                                      "final layernorm and head outside"),
         "transformer12": (transformer, f"around each of the 12 {blocks}; embedding, final "
                                        "layernorm and head outside"),
+        "transformer_scan": (transformer_scan, f"around the lax.scan body (one of the {E.TFS_BLOCKS} "
+                                               f"{blocks}s); embedding, final layernorm and head outside"),
         "resnet": (resnet, f"around each of the {len(E.RES_WIDTHS) * E.RES_BLOCKS} BasicBlocks "
                            "(export_jax.basic_block); stem, max pool and head outside"),
     }
@@ -152,10 +173,9 @@ def xla_rows():
     import check_examples as C
     import export_jax as E
 
-    policies = {p: getattr(jax.checkpoint_policies, p) for p in POLICIES[1:]}
-
     rows = []
     for name in JAX_MODELS:
+        policies = {p: getattr(jax.checkpoint_policies, p) for p in POLICIES[1:] + EXTRA_POLICIES.get(name, ())}
         m = E.MODELS[name]
         step, specs = E.build_step(name)
         vals = C.inputs(specs, np.random.default_rng(SEED))
@@ -182,12 +202,23 @@ def xla_rows():
                       f"(rel {rel:.1e}), max |new param diff| {dparam:.1e}", file=sys.stderr)
                 if not rel <= LOSS_RTOL:
                     raise SystemExit(f"{name} {pname}: the checkpointed forward's loss differs")
-            rows.append(xla_row(name, pname, jax.jit(fn).lower(*specs).compile(), where))
+            flops = None
+            if name in UNROLLED_FLOP_MODELS:
+                remat = (lambda f, **_: f) if pname == "none" else functools.partial(jax.checkpoint,
+                                                                                      policy=policies[pname])
+                forward = functools.partial(jax_forwards(E, remat)[name][0], unroll=True)
+                unrolled = jax.jit(E.make_step(forward, m.loss))
+                loss, _ = unrolled(*args)
+                if not abs(float(loss) - float(ref_loss)) <= LOSS_RTOL * abs(float(ref_loss)):
+                    raise SystemExit(f"{name} {pname}: the unrolled step's loss differs")
+                flops = float(unrolled.lower(*specs).compile().cost_analysis()["flops"])
+            rows.append(xla_row(name, pname, jax.jit(fn).lower(*specs).compile(), where, flops))
     overhead(rows)
     return rows
 
 
-def xla_row(name, policy, compiled, where):
+def xla_row(name, policy, compiled, where, flops=None):
+    """The row of one compiled step; `flops`, when given, replaces its cost analysis's."""
     mem = compiled.memory_analysis()
     fields = {k: getattr(mem, k) for k in dir(mem)
               if not k.startswith("_") and isinstance(getattr(mem, k), int)}
@@ -211,10 +242,11 @@ def xla_row(name, policy, compiled, where):
         "framework": "XLA", "model": name, "policy": policy,
         "peak_bytes": peak, "argument_bytes": arg, "output_bytes": out,
         "temp_bytes": temp, "alias_bytes": alias,
-        "flops": float(compiled.cost_analysis()["flops"]),
+        "flops": float(compiled.cost_analysis()["flops"]) if flops is None else flops,
         "how": (f"{where}; jax.jit(step).lower(shapes).compile() on CPU, no donated arguments "
                 "(export_jax.py donates none); flops: compiled.cost_analysis()"
-                f"{LOOP_FLOPS if name in LOOP_MODELS else ''}; peak_bytes = output_size + "
+                f"{LOOP_FLOPS if name in LOOP_MODELS else ''}"
+                f"{UNROLLED_FLOPS if name in UNROLLED_FLOP_MODELS else ''}; peak_bytes = output_size + "
                 "temp_size - alias_size (peak_memory_in_bytes on CPU = indefinite_allocations: "
                 "parameters + outputs + constants, no temporaries)"),
         "memory_analysis": fields,

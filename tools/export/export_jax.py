@@ -24,6 +24,7 @@ returns the loss then the new parameter leaves.
   transformer12   the same, 12 blocks  int32 labels 8x16      scatter (loss, embedding backward)
   mlp_checkpoint  f32 128x64           one-hot f32 128x10     optimization_barrier (jax.checkpoint)
   rnn_scan        f32 8x8x16 (T,B,I)   one-hot f32 8x10       while (lax.scan, forward and backward)
+  transformer_scan int32 tokens 4x64   int32 labels 4x64      while (lax.scan over 12 blocks), scatter
 
 resnet is ResNet-18-shaped (stem conv + BatchNorm + relu + 3x3/2 max pool,
 4 stages of 2 BasicBlocks, widths 8-64, projection shortcuts, global average
@@ -337,12 +338,12 @@ def layernorm(x, g, b, eps=1e-5):
     return xc * lax.rsqrt(var + eps) * g + b
 
 
-def attention(p, x):
+def attention(p, x, n_heads=TF_H):
     b, s, d = x.shape
-    hd = d // TF_H
+    hd = d // n_heads
 
     def heads(t):  # b s d -> b h s hd
-        return t.reshape(b, s, TF_H, hd).transpose(0, 2, 1, 3)
+        return t.reshape(b, s, n_heads, hd).transpose(0, 2, 1, 3)
 
     q = heads(x @ p["wq"])
     k = heads(x @ p["wk"])
@@ -396,6 +397,61 @@ def transformer_specs(n_blocks=TF_BLOCKS):
     return params, ispec(TF_B, TF_S), ispec(TF_B, TF_S)
 
 
+# ---------------------------------------------------------------- transformer_scan
+# A language model with its blocks under lax.scan, as Flax's nn.scan, MaxText
+# and Equinox write deep models: the block parameters are stacked along a
+# leading layer axis and one scan body runs every block. The forward scan
+# stacks each block's residuals (attention probabilities, MLP activations, ...)
+# into [layers, ...] buffers with dynamic_update_slice; the backward scan reads
+# them back with dynamic_slice, in reverse. tokens, labels: int32 4x64; vocab
+# 128, d_model 64, 4 heads, MLP 64 -> 256 -> 64, 12 pre-LN blocks (the
+# transformer's block, wider and on longer sequences, so that activations
+# outweigh parameters as in real training). The embedding, final layernorm and
+# head stay outside the scan.
+
+TFS_B, TFS_S, TFS_D, TFS_H, TFS_MLP, TFS_BLOCKS, TFS_VOCAB = 4, 64, 64, 4, 256, 12, 128
+
+
+def transformer_scan_block(h, blk):
+    h = h + attention(blk["attn"], layernorm(h, *blk["ln1"]), TFS_H)
+    m = layernorm(h, *blk["ln2"])
+    m = jax.nn.gelu(m @ blk["w1"] + blk["b1"], approximate=True)
+    return h + (m @ blk["w2"] + blk["b2"])
+
+
+def transformer_scan_forward(params, tokens, block=transformer_scan_block):
+    h = jnp.take(params["embed"], tokens, axis=0) + params["pos"]
+    h, _ = lax.scan(lambda h, blk: (block(h, blk), None), h, params["blocks"])
+    h = layernorm(h, *params["ln_f"])
+    w, b = params["head"]
+    return h @ w + b
+
+
+def transformer_scan_specs(n_blocks=TFS_BLOCKS):
+    d, n = TFS_D, n_blocks
+
+    def ln():
+        return (spec(n, d), spec(n, d))
+
+    blocks = {
+        "ln1": ln(),
+        "attn": {k: spec(n, d, d) for k in ("wq", "wk", "wv", "wo")},
+        "ln2": ln(),
+        "w1": spec(n, d, TFS_MLP),
+        "b1": spec(n, TFS_MLP),
+        "w2": spec(n, TFS_MLP, d),
+        "b2": spec(n, d),
+    }
+    params = {
+        "embed": spec(TFS_VOCAB, d),
+        "pos": spec(TFS_S, d),
+        "blocks": blocks,
+        "ln_f": (spec(d), spec(d)),
+        "head": (spec(d, TFS_VOCAB), spec(TFS_VOCAB)),
+    }
+    return params, ispec(TFS_B, TFS_S), ispec(TFS_B, TFS_S)
+
+
 # ---------------------------------------------------------------- rnn_scan
 # Elman RNN: h_t = tanh(x_t @ wx + h_{t-1} @ wh + b), h_0 = 0, as a lax.scan
 # over 8 time steps (a stablehlo.while forward and one backward). xs: 8x8x16
@@ -442,6 +498,9 @@ MODELS = {
     "mlp_checkpoint": Model(mlp_checkpoint_forward, mlp_specs, softmax_xent_onehot,
                             ("x", "y_onehot")),
     "rnn_scan": Model(rnn_forward, rnn_specs, softmax_xent_onehot, ("xs", "y_onehot")),
+    # A wider transformer LM with its 12 blocks under lax.scan.
+    "transformer_scan": Model(transformer_scan_forward, transformer_scan_specs, softmax_xent_int,
+                              ("tokens", "labels")),
 }
 
 
@@ -631,6 +690,12 @@ def main(argv=None):
         "(steps deeper than the bundled ones, for checks on models not in the repo)",
     )
     ap.add_argument(
+        "--scan-blocks",
+        default="",
+        help="comma-separated depths N: also export transformer_scanN, the scanned LM at N blocks "
+        "(one lax.scan over N layers: deeper steps for the planners, not bundled)",
+    )
+    ap.add_argument(
         "--strip-jax-attrs",
         action="store_true",
         help="drop mhlo.*/jax.*/sdy.* attributes from the linalg files "
@@ -643,6 +708,11 @@ def main(argv=None):
         name = f"transformer{int(blocks)}"
         MODELS[name] = Model(transformer_forward, lambda n=int(blocks): transformer_specs(n), softmax_xent_int,
                              ("tokens", "labels"))
+        names.append(name)
+    for blocks in filter(None, args.scan_blocks.split(",")):
+        name = f"transformer_scan{int(blocks)}"
+        MODELS[name] = Model(transformer_scan_forward, lambda n=int(blocks): transformer_scan_specs(n),
+                             softmax_xent_int, ("tokens", "labels"))
         names.append(name)
     for name in names:
         paths, removed, left = export(name, args.out, args.strip_jax_attrs)

@@ -89,8 +89,11 @@ pub fn apply_fusions(imported: &ImportedFunction, pairs: &[FusionPair]) -> usize
 
 impl ImportedFunction {
     /// Imports the same function again (after [`apply_fusions`] changed it).
+    /// What earlier imports normalized is added to what this one does (usually nothing).
     pub fn reimport(self, options: &ImportOptions) -> Result<ImportedFunction, MlirError> {
         let module_body = ir::op_block(self.func);
-        crate::import::import_function(module_body, self.func, options)
+        let mut again = crate::import::import_function(module_body, self.func, options)?;
+        again.normalized = again.normalized.and(self.normalized);
+        Ok(again)
     }
 }

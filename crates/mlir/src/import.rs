@@ -17,6 +17,7 @@
 use crate::ir::{self, Op, Val};
 use crate::ops;
 use crate::unroll;
+use crate::unstack;
 use crate::{CostModel, MlirError};
 use indexmap::IndexMap;
 use mlir_sys::{MlirBlock, MlirOperation};
@@ -39,6 +40,36 @@ pub struct ImportedFunction {
     pub(crate) func: MlirOperation,
     /// Loops left as single nodes, each with why (see [`crate::unroll`]): warnings.
     pub warnings: Vec<MlirError>,
+    /// What the importer changed in the function before grouping it into nodes.
+    pub normalized: Normalization,
+}
+
+/// What importing changed in a function beyond inlining and grouping: loops unrolled
+/// ([`crate::unroll`]) and reads of stacked tensors forwarded ([`crate::unstack`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Normalization {
+    /// `stablehlo.while` loops replaced by their iterations.
+    pub loops_unrolled: usize,
+    /// Slices of stacked tensors replaced by the value written there.
+    pub forwarded_reads: usize,
+    /// Ops erased because only those reads used them (the reads, writes and stacks).
+    pub erased_ops: usize,
+}
+
+impl Normalization {
+    /// Whether importing changed anything besides inlining and grouping.
+    pub fn is_empty(&self) -> bool {
+        *self == Normalization::default()
+    }
+
+    /// Both normalizations' counts together.
+    pub fn and(self, other: Normalization) -> Normalization {
+        Normalization {
+            loops_unrolled: self.loops_unrolled + other.loops_unrolled,
+            forwarded_reads: self.forwarded_reads + other.forwarded_reads,
+            erased_ops: self.erased_ops + other.erased_ops,
+        }
+    }
 }
 
 impl ImportedFunction {
@@ -326,6 +357,12 @@ pub(crate) fn import_function(
         // Bodies of StableHLO loops call private functions too.
         inline_private_calls(module_body, body)?;
     }
+    let unstacked = unstack::forward_stacked_slices(body);
+    let normalized =
+        Normalization { loops_unrolled: unrolled, forwarded_reads: unstacked.forwarded, erased_ops: unstacked.erased };
+    if !normalized.is_empty() {
+        tracing::debug!(?normalized, "normalized before grouping");
+    }
     sink_captured_inits(body);
     untie_shared_inits(body);
     dissolve_optimization_barriers(body);
@@ -461,7 +498,7 @@ pub(crate) fn import_function(
     let graph = builder.finish().map_err(|e| error_at(func, format!("internal error building the graph: {e}")))?;
     let order = graph.topological_schedule();
     debug_assert!(order.iter().enumerate().all(|(i, n)| n.index() == argument_count + i));
-    Ok(ImportedFunction { name, graph, order, groups, mains, body, terminator, func, warnings })
+    Ok(ImportedFunction { name, graph, order, groups, mains, body, terminator, func, warnings, normalized })
 }
 
 fn node_name(main: Op, node: NodeId) -> String {

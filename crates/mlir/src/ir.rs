@@ -151,6 +151,22 @@ pub fn dense_i32_array(attr: MlirAttribute) -> Option<Vec<i32>> {
     }
 }
 
+/// The values of an `array<i64: …>` attribute (`slice_sizes`, `static_offsets`, …).
+pub fn dense_i64_array(attr: MlirAttribute) -> Option<Vec<i64>> {
+    unsafe {
+        if !mlirAttributeIsADenseI64Array(attr) {
+            return None;
+        }
+        let n = mlirDenseArrayGetNumElements(attr);
+        Some((0..n).map(|i| mlirDenseI64ArrayGetElement(attr, i)).collect())
+    }
+}
+
+/// Whether two types are the same (types are uniqued in their context).
+pub fn types_equal(a: MlirType, b: MlirType) -> bool {
+    unsafe { mlirTypeEqual(a, b) }
+}
+
 pub fn attribute_text(attr: MlirAttribute) -> String {
     let mut s = String::new();
     unsafe { mlirAttributePrint(attr, Some(append_to_string), &mut s as *mut String as *mut c_void) };

@@ -188,7 +188,7 @@ fn unroll(body: MlirBlock, op: Op, states: &TripStates) {
 
 /// Evaluates integer values with one element (scalars and one-element tensors).
 #[derive(Default)]
-struct Evaluator {
+pub(crate) struct Evaluator {
     known: HashMap<usize, i64>,
     depth: usize,
 }
@@ -207,7 +207,8 @@ impl Evaluator {
         e
     }
 
-    fn value(&mut self, v: Val) -> Option<i64> {
+    /// The value of `v`, when it is integer bookkeeping computed from constants.
+    pub(crate) fn value(&mut self, v: Val) -> Option<i64> {
         if let Some(&x) = self.known.get(&ir::value_key(v)) {
             return Some(x);
         }

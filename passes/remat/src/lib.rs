@@ -79,6 +79,7 @@ pub fn plan_function(imported: ImportedFunction, options: &RematOptions) -> Resu
     let (imported, fusion) = fuse(imported, options)?;
     let (plan, mut report) = plan_graph(&imported.name, &imported.graph, &imported.order, options)?;
     report.fusion = fusion;
+    report.normalized = imported.normalized;
     Ok(PlannedFunction { imported, plan, report })
 }
 

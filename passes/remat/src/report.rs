@@ -62,6 +62,9 @@ pub struct Report {
     /// What fusion did before planning (`None` with `fusion=none`, or for graph inputs); the
     /// baseline above is the fused step's.
     pub fusion: Option<crate::FusionSummary>,
+    /// What importing changed before fusion and planning (loops unrolled, reads of stacked
+    /// tensors forwarded); empty for graph inputs.
+    pub normalized: remat_mlir::Normalization,
 }
 
 impl Report {
@@ -100,6 +103,7 @@ impl Report {
             offloaded_bytes: plan.simulation.offloaded_bytes,
             timeline: (plan.baseline.step_bytes.clone(), plan.simulation.step_bytes.clone()),
             fusion: None,
+            normalized: remat_mlir::Normalization::default(),
         }
     }
 
@@ -171,6 +175,14 @@ impl Report {
             let overhead = recompute_overhead(cost, self.baseline_cost);
             v["raw_plan"] =
                 json!({"peak_bytes": peak, "cost": cost, "recompute_overhead": overhead, "recomputed_ops": recomputed});
+        }
+        if !self.normalized.is_empty() {
+            let n = &self.normalized;
+            v["import"] = json!({
+                "loops_unrolled": n.loops_unrolled,
+                "forwarded_reads": n.forwarded_reads,
+                "erased_ops": n.erased_ops,
+            });
         }
         if let Some(f) = &self.fusion {
             v["fusion"] = json!({
@@ -270,6 +282,16 @@ impl Report {
                 100.0 * overhead,
                 recomputed
             ));
+        }
+        if !self.normalized.is_empty() {
+            let n = &self.normalized;
+            s += &line(
+                "import",
+                format!(
+                    "{} loops unrolled; {} reads of stacked tensors forwarded, {} ops erased",
+                    n.loops_unrolled, n.forwarded_reads, n.erased_ops
+                ),
+            );
         }
         if let Some(f) = &self.fusion {
             s += &line(
