@@ -36,3 +36,6 @@ done
 # The heuristics on random layered DAGs with long edges (docs/bench/README.md, "Random layered
 # DAGs with long edges").
 bash tools/layered-table.sh 1000 "0 1 2" "greedy dtr treewidth pathwidth acg hierarchical"
+# Every strategy on the scanned LM, unrolled and unstacked (docs/bench/README.md, "Scanned
+# layers").
+bash tools/scan-table.sh

@@ -14,7 +14,8 @@
 # 4. `remat-opt --plot`: memory timelines before and after;
 # 5. `remat-bench report`: docs/benchmarks.md.
 #
-# TIME_LIMIT (seconds per plan, default 10) bounds steps 2 and 3; greedy, treewidth and dtr get
+# KEEP_ALTERNATIVES=1 skips step 1 (PyTorch's environment is 6 GB of wheels) and keeps the
+# committed alternatives.json. TIME_LIMIT (seconds per plan, default 10) bounds steps 2 and 3; greedy, treewidth and dtr get
 # longer in step 3 so their lines reach 100k nodes. 25 minutes on the project's 2-core machine.
 # Run tools/setup.sh first.
 set -euo pipefail
@@ -27,12 +28,14 @@ mkdir -p "$out"
 
 cargo build --release --quiet -p remat-bench -p remat-opt -p remat-run
 
-if ! bash tools/export/alternatives.sh "$out/alternatives.json"; then
+if [ "${KEEP_ALTERNATIVES:-0}" = 1 ]; then
+  echo "benchmarks: KEEP_ALTERNATIVES=1: keeping $out/alternatives.json" >&2
+elif ! bash tools/export/alternatives.sh "$out/alternatives.json"; then
   echo "benchmarks: warning: could not rerun XLA and PyTorch; keeping $out/alternatives.json" >&2
 fi
 
 rm -f "$out"/pareto-*.svg "$out"/planner-time-*.svg "$out"/timeline-*.svg
-inputs=(examples/mlp_small.mlir examples/{mlp,rnn_scan,transformer,resnet,transformer12,torch_mlp}.linalg.mlir
+inputs=(examples/mlp_small.mlir examples/{mlp,rnn_scan,transformer,resnet,transformer12,transformer_scan,torch_mlp}.linalg.mlir
         examples/{transformer12,resnet}.stablehlo.mlir examples/graphs/*.json
         vgg16 vgg19 resnet18 resnet34 resnet152 densenet121 densenet201)
 "$target/remat-bench" sweep "${inputs[@]}" --time-limit "$limit" \

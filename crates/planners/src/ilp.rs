@@ -172,10 +172,12 @@ impl StrategyFacts for Certificate {
             ("ilp class".to_string(), self.class.clone()),
         ];
         let lp = self.lp_bound.map(|b| format!("; LP bound {b:.4e}")).unwrap_or_default();
-        lines.push((
-            "ilp objective".into(),
-            format!("{:.4e} (dual bound {:.4e}, gap {:.2}%){lp}", self.objective, self.dual_bound, 100.0 * self.gap),
-        ));
+        let proven = if self.dual_bound.is_finite() {
+            format!("dual bound {:.4e}, gap {:.2}%", self.dual_bound, 100.0 * self.gap)
+        } else {
+            "no bound proven".to_string()
+        };
+        lines.push(("ilp objective".into(), format!("{:.4e} ({proven}){lp}", self.objective)));
         if let Some(b) = self.smallest_feasible_budget {
             lines.push(("ilp least budget".into(), format!("{} ({b} bytes)", Bytes(b))));
         }
@@ -198,7 +200,7 @@ pub const MAX_FIXED_STAGES: usize = 60;
 pub const MILP_NODES: usize = 300;
 
 /// The strategies whose plans seed the solver, cheapest first after polishing.
-const WARM_STARTS: &[&str] = &["none", "greedy", "treewidth", "pathwidth", "acg"];
+const WARM_STARTS: &[&str] = &["none", "greedy", "treewidth", "pathwidth", "acg", "chain", "hierarchical"];
 
 /// `--remat=ilp`.
 pub struct IlpRemat;
@@ -597,6 +599,39 @@ impl<'r> Solve<'r> {
         Ok((schedule, certificate))
     }
 
+    /// When the LP relaxation itself was not solved in the time limit (Checkmate's model of a
+    /// step of thousands of nodes has millions of variables): the best heuristic plan, the one
+    /// the solver would have started from, said so in the certificate, with nothing proven.
+    fn unsolved_relaxation(
+        &self,
+        f: &Formulation<'_>,
+        lp: &model::Solved,
+    ) -> Result<(Schedule, Certificate), PlanError> {
+        let Some(h) = self.heuristics.first() else {
+            let why = NoPlanCause::RelaxationTimeLimit(self.request.options.ilp.time_limit);
+            return Err(PlanError::NoPlan { strategy: "ilp", why });
+        };
+        tracing::warn!(
+            "ilp: the LP relaxation was not solved in its time limit ({:.0} s); returning {}'s plan, with no bound proven",
+            self.request.options.ilp.time_limit,
+            h.name
+        );
+        let certificate = Certificate {
+            formulation: String::new(),
+            class: String::new(),
+            status: SolveStatus::Fallback(h.name),
+            objective: h.cost,
+            dual_bound: f64::NAN,
+            gap: f64::NAN,
+            lp_bound: None,
+            smallest_feasible_budget: None,
+            size: (f.model.columns.len(), f.model.rows.len()),
+            warm_start: Some(h.name),
+            solve_seconds: lp.seconds,
+        };
+        Ok((h.schedule.clone(), certificate))
+    }
+
     /// Checkmate's §5 approximation: the LP relaxation, rounded.
     fn round(&self, stages: Stages, budget: Option<u64>) -> Result<(Schedule, Certificate), PlanError> {
         let stages = if stages.order == StageOrder::Fixed { stages } else { Stages::fixed(self.problem.len(), 1) };
@@ -608,10 +643,7 @@ impl<'r> Solve<'r> {
             Outcome::Infeasible => {
                 return Err(PlanError::NoPlan { strategy: "ilp", why: NoPlanCause::InfeasibleRelaxation })
             }
-            Outcome::TimeLimit | Outcome::NoSolution => {
-                let why = NoPlanCause::RelaxationTimeLimit(self.request.options.ilp.time_limit);
-                return Err(PlanError::NoPlan { strategy: "ilp", why });
-            }
+            Outcome::TimeLimit | Outcome::NoSolution => return self.unsolved_relaxation(&f, &lp),
         };
         let graph = self.request.graph;
         let mut best: Option<(u64, f64, Schedule)> = None;
