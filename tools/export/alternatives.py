@@ -158,8 +158,9 @@ def jax_forwards(E, remat):
                                      "final layernorm and head outside"),
         "transformer12": (transformer, f"around each of the 12 {blocks}; embedding, final "
                                        "layernorm and head outside"),
-        "transformer_scan": (transformer_scan, f"around the lax.scan body (one of the {E.TFS_BLOCKS} "
-                                               f"{blocks}s); embedding, final layernorm and head outside"),
+        "transformer_scan": (transformer_scan, f"around the lax.scan body, the {blocks} that the scan "
+                                               f"runs for each of the {E.TFS_BLOCKS} layers; embedding, "
+                                               "final layernorm and head outside"),
         "resnet": (resnet, f"around each of the {len(E.RES_WIDTHS) * E.RES_BLOCKS} BasicBlocks "
                            "(export_jax.basic_block); stem, max pool and head outside"),
     }
