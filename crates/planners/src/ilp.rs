@@ -285,6 +285,34 @@ struct Heuristic {
     cost: f64,
 }
 
+impl Heuristic {
+    /// The certificate of this plan returned in place of the solver's (it found none in its
+    /// time limit), with what the solver did prove: `dual_bound` and `lp_bound` in cost units
+    /// (NaN and `None` when nothing).
+    fn fallback_certificate(
+        &self,
+        f: &Formulation<'_>,
+        dual_bound: f64,
+        gap: f64,
+        lp_bound: Option<f64>,
+        solve_seconds: f64,
+    ) -> Certificate {
+        Certificate {
+            formulation: String::new(),
+            class: String::new(),
+            status: SolveStatus::Fallback(self.name),
+            objective: self.cost,
+            dual_bound,
+            gap,
+            lp_bound,
+            smallest_feasible_budget: None,
+            size: (f.model.columns.len(), f.model.rows.len()),
+            warm_start: Some(self.name),
+            solve_seconds,
+        }
+    }
+}
+
 /// Number of increasing runs of the input order in `schedule`: the stages the order-free
 /// formulation needs for it.
 pub fn increasing_runs(graph: &Graph, order: &[NodeId], schedule: &[NodeId]) -> usize {
@@ -532,19 +560,8 @@ impl<'r> Solve<'r> {
         let scale = self.problem.cost_scale;
         let bound =
             if solved.dual_bound.is_finite() { solved.dual_bound.max(lp_objective) } else { lp_objective } * scale;
-        let certificate = Certificate {
-            formulation: String::new(),
-            class: String::new(),
-            status: SolveStatus::Fallback(h.name),
-            objective: h.cost,
-            dual_bound: bound,
-            gap: if h.cost > 0.0 { ((h.cost - bound) / h.cost).max(0.0) } else { 0.0 },
-            lp_bound: Some(lp_objective * scale),
-            smallest_feasible_budget: None,
-            size: (f.model.columns.len(), f.model.rows.len()),
-            warm_start: Some(h.name),
-            solve_seconds: 0.0,
-        };
+        let gap = if h.cost > 0.0 { ((h.cost - bound) / h.cost).max(0.0) } else { 0.0 };
+        let certificate = h.fallback_certificate(f, bound, gap, Some(lp_objective * scale), 0.0);
         tracing::warn!(
             "ilp: the solver found no plan in its time limit; returning {}'s plan, within {:.1} % of the proven bound",
             h.name,
@@ -616,20 +633,7 @@ impl<'r> Solve<'r> {
             self.request.options.ilp.time_limit,
             h.name
         );
-        let certificate = Certificate {
-            formulation: String::new(),
-            class: String::new(),
-            status: SolveStatus::Fallback(h.name),
-            objective: h.cost,
-            dual_bound: f64::NAN,
-            gap: f64::NAN,
-            lp_bound: None,
-            smallest_feasible_budget: None,
-            size: (f.model.columns.len(), f.model.rows.len()),
-            warm_start: Some(h.name),
-            solve_seconds: lp.seconds,
-        };
-        Ok((h.schedule.clone(), certificate))
+        Ok((h.schedule.clone(), h.fallback_certificate(f, f64::NAN, f64::NAN, None, lp.seconds)))
     }
 
     /// Checkmate's §5 approximation: the LP relaxation, rounded.
