@@ -50,7 +50,9 @@
 
 use crate::division::{immediate_dominators, meet, Division, DivisionTree, TwoTerminalDag};
 use crate::step::{stored_bytes, ForwardPart};
-use crate::{choose_candidate, smallest_budget_among, PlanError, PlanRequest, Planner, PlannerOptions};
+use crate::{
+    plan_among, smallest_budget_among, Candidates, PlanDetails, PlanError, PlanRequest, Planner, PlannerOptions,
+};
 use remat_graph::{Graph, NodeId, Schedule};
 
 /// Feng & Huang's Re-forwarding with the ACG solver.
@@ -67,7 +69,10 @@ impl Planner for AcgRemat {
         "Re-forwarding: optimal stored set over the division tree of closed sets (Feng & Huang)"
     }
     fn plan(&self, request: &PlanRequest<'_>) -> Result<Schedule, PlanError> {
-        choose_candidate(request.graph, "acg", candidates(request)?, request.budget, request.options)
+        Ok(self.plan_detailed(request)?.0)
+    }
+    fn plan_detailed(&self, request: &PlanRequest<'_>) -> Result<(Schedule, PlanDetails), PlanError> {
+        plan_among(request, "acg", candidates(request)?)
     }
     /// The candidates do not depend on the budget: built once, only the choice is bisected.
     fn smallest_feasible_budget_once(
@@ -81,14 +86,19 @@ impl Planner for AcgRemat {
 }
 
 /// The input order and, for both assumptions, the plans at the sweep's candidate points.
-fn candidates(request: &PlanRequest<'_>) -> Result<Vec<Schedule>, PlanError> {
+/// The deadline is checked between solver sweeps and candidates.
+fn candidates(request: &PlanRequest<'_>) -> Result<Candidates, PlanError> {
     let graph = request.graph;
     request.order_positions()?;
+    let deadline = request.options.deadline;
+    let mut candidates = Candidates { schedules: vec![request.order.to_vec()], out_of_time: false };
     let forward = ForwardPart::of(graph, request.order);
-    let mut candidates = vec![request.order.to_vec()];
-    if !forward.nodes.is_empty() {
+    if !forward.nodes.is_empty() && !deadline.expired() {
         let problem = ReforwardProblem::new(graph, &forward);
         for keep_multi_input in [false, true] {
+            if deadline.expired() {
+                break;
+            }
             let solver = problem.solver(keep_multi_input);
             let sweep = solver.sweep();
             tracing::debug!(
@@ -99,11 +109,15 @@ fn candidates(request: &PlanRequest<'_>) -> Result<Vec<Schedule>, PlanError> {
                 "acg sweep"
             );
             for point in sweep.candidates(CANDIDATES_PER_SWEEP) {
+                if deadline.expired() {
+                    break;
+                }
                 let plan = solver.plan_at(point.max_term);
-                candidates.push(problem.schedule(graph, request.order, &plan));
+                candidates.schedules.push(problem.schedule(graph, request.order, &plan));
             }
         }
     }
+    candidates.out_of_time = deadline.expired();
     Ok(candidates)
 }
 

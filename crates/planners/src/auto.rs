@@ -3,10 +3,10 @@
 //! The strategies run in [`STRATEGIES`] order — the baseline and the heuristics first, the ILP
 //! last — each measured as [`plan_within_budget`](crate::plan_within_budget) measures a plan
 //! (simulated after polishing), through [`measure_plan`]. The time limit
-//! ([`PlannerOptions::auto_time_limit`](crate::PlannerOptions::auto_time_limit)) is checked
-//! between strategies: a strategy that starts in time runs to its end, except the ILP, whose
-//! own time limit is cut to what remains; strategies after the limit are skipped with a note
-//! (the first, `none`, always runs, so there is always a plan).
+//! ([`PlannerOptions::auto_time_limit`](crate::PlannerOptions::auto_time_limit), or the
+//! request's own deadline if sooner) is every strategy's [`Deadline`]: one that runs into it
+//! stops with its best plan so far, and strategies after it are skipped with a note (the
+//! first, `none`, always runs, so there is always a plan).
 //!
 //! The choice, over the strategies that produced a plan:
 //! * with a budget, the cheapest plan within it (ties: the lower peak, then the earlier
@@ -22,8 +22,8 @@
 //! [`compare_plans`](crate::compare_plans), the rule every part of remat-opt uses.
 
 use crate::{
-    compare_plans, measure_plan, strategy, InvalidRequest, MeasuredPlan, PlanDetails, PlanError, PlanRequest, Planner,
-    PlannerOptions, StopReason, STRATEGIES,
+    compare_plans, measure_plan, strategy, Deadline, InvalidRequest, MeasuredPlan, PlanDetails, PlanError, PlanRequest,
+    Planner, PlannerOptions, StopReason, STRATEGIES,
 };
 use remat_graph::{recompute_overhead, Graph, NodeId, Schedule};
 use std::cmp::Ordering;
@@ -148,21 +148,20 @@ impl Planner for AutoRemat {
         if !(limit.is_finite() && limit > 0.0) {
             return Err(InvalidRequest::TimeLimit { strategy: "auto", seconds: limit }.into());
         }
-        let started = Instant::now();
+        // Every strategy stops at auto's limit (or the request's deadline, if sooner).
+        let mut options = request.options.clone();
+        options.deadline = options.deadline.min(Deadline::after(limit));
         let mut rows = Vec::new();
         let mut plans = Vec::new();
         for planner in STRATEGIES.iter().copied().filter(|p| p.name() != self.name()) {
-            let remaining = limit - started.elapsed().as_secs_f64();
             // The first strategy (the baseline) always runs, so there is always a plan.
-            if remaining <= 0.0 && !rows.is_empty() {
-                let skipped = CandidateOutcome::Skipped { time_limit: limit };
+            if options.deadline.expired() && !rows.is_empty() {
+                let time_limit = if request.options.deadline.expired() { request.options.time_limit } else { limit };
+                let skipped = CandidateOutcome::Skipped { time_limit };
                 rows.push(Candidate::without_plan(planner.name(), skipped, 0.0));
                 plans.push(None);
                 continue;
             }
-            // Only the ILP reads its time limit: it never runs past the total.
-            let mut options = request.options.clone();
-            options.ilp.time_limit = options.ilp.time_limit.min(remaining);
             let (row, plan) = candidate(planner, request.graph, request.order, request.budget, &options);
             rows.push(row);
             plans.push(plan);

@@ -61,7 +61,8 @@
 //! Cost: each eviction scans the resident storages; `dtr` and `msps` add a graph search per
 //! candidate, `dtr-eq` a walk over its neighbours.
 
-use crate::{PlanDetails, PlanError, PlanRequest, Planner, StrategyFacts};
+use crate::deadline::DeadlineProbe;
+use crate::{Deadline, PlanDetails, PlanError, PlanRequest, Planner, StrategyFacts};
 use indexmap::IndexSet;
 use remat_graph::random::SplitMix64;
 use remat_graph::{Graph, NodeId, Schedule};
@@ -224,6 +225,12 @@ pub enum DtrError {
         /// The budget.
         budget: u64,
     },
+    /// The deadline (`--time-limit`) passed before the simulation finished.
+    #[error("DTR stopped at the time limit after {operations} operations")]
+    TimeLimit {
+        /// Ops executed so far.
+        operations: usize,
+    },
 }
 
 /// A simulation gives up ([`DtrError::WorkLimit`]) once it has executed this many times the
@@ -240,7 +247,19 @@ pub fn simulate_dtr(
     budget: u64,
     options: &DtrOptions,
 ) -> Result<(Schedule, DtrStats), DtrError> {
+    simulate_dtr_until(graph, order, budget, options, Deadline::NONE)
+}
+
+/// [`simulate_dtr`], stopped with [`DtrError::TimeLimit`] once `deadline` passes.
+pub fn simulate_dtr_until(
+    graph: &Graph,
+    order: &[NodeId],
+    budget: u64,
+    options: &DtrOptions,
+    deadline: Deadline,
+) -> Result<(Schedule, DtrStats), DtrError> {
     let mut runtime = Runtime::new(graph, budget, options);
+    runtime.deadline = deadline.probe();
     runtime.work_limit = WORK_FACTOR * order.len() + graph.outputs().count();
     for &node in order {
         runtime.perform(node)?;
@@ -300,6 +319,8 @@ struct Runtime<'g> {
     stats: DtrStats,
     /// Most ops the simulation may execute ([`DtrError::WorkLimit`]).
     work_limit: usize,
+    /// When the simulation stops ([`DtrError::TimeLimit`]).
+    deadline: DeadlineProbe,
 }
 
 impl<'g> Runtime<'g> {
@@ -380,6 +401,7 @@ impl<'g> Runtime<'g> {
                 peak_resident: 0,
             },
             work_limit: usize::MAX,
+            deadline: Deadline::NONE.probe(),
         };
         for id in graph.ids().filter(|&id| graph.node(id).argument) {
             let i = id.index();
@@ -428,6 +450,9 @@ impl<'g> Runtime<'g> {
         if self.stats.operations >= self.work_limit {
             let (operations, factor, budget) = (self.stats.operations, WORK_FACTOR, self.budget);
             return Err(DtrError::WorkLimit { operations, factor, budget });
+        }
+        if self.deadline.expired() {
+            return Err(DtrError::TimeLimit { operations: self.stats.operations });
         }
         let i = node.index();
         let s = self.storage[i];
@@ -748,7 +773,8 @@ pub struct DtrRemat;
 
 impl DtrRemat {
     fn run(request: &PlanRequest<'_>, budget: u64) -> (Schedule, PlanDetails) {
-        match simulate_dtr(request.graph, request.order, budget, &request.options.dtr) {
+        let options = request.options;
+        match simulate_dtr_until(request.graph, request.order, budget, &options.dtr, options.deadline) {
             Ok((schedule, stats)) => (schedule, PlanDetails::default().with_facts(stats)),
             Err(e) => {
                 tracing::debug!(target: "remat_planners::dtr", "{e}");
@@ -757,6 +783,10 @@ impl DtrRemat {
                 let (order, details) = request.no_plan();
                 match e {
                     DtrError::WorkLimit { .. } => (order, PlanDetails::stopped(crate::StopReason::WorkLimit)),
+                    DtrError::TimeLimit { .. } => {
+                        let stop = crate::StopReason::Fallback { to: "none", cause: crate::FallbackCause::TimeLimit };
+                        (order, PlanDetails::stopped(stop))
+                    }
                     DtrError::OutOfMemory { .. } => (order, details),
                 }
             }

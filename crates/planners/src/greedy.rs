@@ -41,11 +41,15 @@
 //!   the two walks is kept ([`compare_plans`]); when both stop at the work bound, the plan is
 //!   the input order with [`StopReason::WorkLimit`].
 //!
+//! The deadline (`--time-limit`) stops a walk as well; the plan is then the first walk's when it
+//! finished ([`StopReason::TimeLimit`]), else the input order.
+//!
 //! Cost: O(steps × evictions × live values) in the worst case; each eviction scans the live set
 //! (and, in the bounded walk, the victim's dead ancestors up to the limit); steps are at most
 //! [`WORK_FACTOR`] times the input order's (or [`WORK_FLOOR`]).
 
-use crate::{compare_plans, PlanDetails, PlanError, PlanRequest, Planner, StopReason};
+use crate::deadline::DeadlineProbe;
+use crate::{compare_plans, Deadline, FallbackCause, PlanDetails, PlanError, PlanRequest, Planner, StopReason};
 use remat_graph::{Graph, NodeId, Schedule};
 
 /// XLA's greedy rematerialization (Kumar et al. §4, "GreedyRemat").
@@ -67,22 +71,29 @@ impl Planner for GreedyRemat {
         let graph = request.graph;
         request.order_positions()?;
         match request.budget {
-            Some(budget) => Ok(plan_at(graph, request.order, budget)),
+            Some(budget) => Ok(plan_at(graph, request.order, budget, request.options.deadline)),
             // Without a budget, aim for the least memory. The walk is not monotone in its
             // budget (evicting eagerly can keep more inputs alive later), so try both the walk
             // toward the lower bound and the walk at the smallest budget it provably meets
             // (bisection), and keep the plan with the lower peak (then the lower cost).
             None => {
-                let toward_bound = plan_at(graph, request.order, remat_graph::lower_bound(graph)).0;
+                let deadline = request.options.deadline;
+                let toward_bound = plan_at(graph, request.order, remat_graph::lower_bound(graph), deadline);
                 let bisected = crate::smallest_feasible_budget(self, graph, request.order, request.options)
-                    .map(|budget| plan_at(graph, request.order, budget).0)
-                    .unwrap_or_else(|| request.order.to_vec());
+                    .map(|budget| plan_at(graph, request.order, budget, deadline))
+                    .unwrap_or_else(|| request.no_plan());
                 let measure = |s: &Schedule| {
                     let sim = remat_graph::simulate(graph, s).expect("greedy plans are valid");
                     (sim.peak_bytes, sim.cost)
                 };
-                let better = compare_plans(measure(&bisected), measure(&toward_bound), None).is_lt();
-                Ok((if better { bisected } else { toward_bound }, PlanDetails::default()))
+                let better = compare_plans(measure(&bisected.0), measure(&toward_bound.0), None).is_lt();
+                let (schedule, details) = if better { bisected } else { toward_bound };
+                // The least-memory search is the bisection: cut short, its plan is the best so far.
+                let stop = match details.stop {
+                    StopReason::Completed | StopReason::NoImprovement => request.stop_unless_out_of_time(details.stop),
+                    stop => stop,
+                };
+                Ok((schedule, PlanDetails::stopped(stop)))
             }
         }
     }
@@ -105,11 +116,18 @@ const WORK_FLOOR: usize = 1 << 14;
 
 /// The plan at `budget`: the better of two walks (module docs, "Bounds"), one that may mark
 /// any number of dead inputs for recomputation and one whose evictions mark at most
-/// [`BLOCK_LIMIT`]; each stops at the work bound ([`WORK_FACTOR`], [`WORK_FLOOR`]).
-fn plan_at(graph: &Graph, order: &[NodeId], budget: u64) -> (Schedule, PlanDetails) {
+/// [`BLOCK_LIMIT`]; each stops at the work bound ([`WORK_FACTOR`], [`WORK_FLOOR`]). A walk
+/// the deadline stops is no plan; the plan is then the first walk's, if it finished, with
+/// [`StopReason::TimeLimit`].
+fn plan_at(graph: &Graph, order: &[NodeId], budget: u64, deadline: Deadline) -> (Schedule, PlanDetails) {
     let mut best: Option<((u64, f64), Schedule, StopReason)> = None;
+    let mut out_of_time = false;
     for block_limit in [usize::MAX, BLOCK_LIMIT] {
-        let state = run_walk(graph, order, budget, block_limit, false);
+        let state = run_walk(graph, order, budget, block_limit, deadline, false);
+        if state.out_of_time {
+            out_of_time = true;
+            break;
+        }
         if state.aborted {
             continue;
         }
@@ -121,15 +139,28 @@ fn plan_at(graph: &Graph, order: &[NodeId], budget: u64) -> (Schedule, PlanDetai
         }
     }
     match best {
+        Some((_, schedule, _)) if out_of_time => (schedule, PlanDetails::stopped(StopReason::TimeLimit { gap: None })),
         Some((_, schedule, stop)) => (schedule, PlanDetails::stopped(stop)),
+        None if out_of_time => {
+            let stop = StopReason::Fallback { to: "none", cause: FallbackCause::TimeLimit };
+            (order.to_vec(), PlanDetails::stopped(stop))
+        }
         None => (order.to_vec(), PlanDetails::stopped(StopReason::WorkLimit)),
     }
 }
 
 /// One greedy walk over `order` under `budget` (phases 1–3 of the module docs); with
 /// `trace`, records the memory tracked at each step.
-fn run_walk<'g>(graph: &'g Graph, order: &[NodeId], budget: u64, block_limit: usize, trace: bool) -> State<'g> {
+fn run_walk<'g>(
+    graph: &'g Graph,
+    order: &[NodeId],
+    budget: u64,
+    block_limit: usize,
+    deadline: Deadline,
+    trace: bool,
+) -> State<'g> {
     let mut state = State::new(graph, order, budget, block_limit);
+    state.deadline = deadline.probe();
     if trace {
         state.trace = Some(Vec::new());
     }
@@ -193,6 +224,9 @@ struct State<'g> {
     /// The walk stops (`aborted`) once its schedule is longer than this.
     step_cap: usize,
     aborted: bool,
+    /// The deadline, and whether it stopped the walk (then `aborted` too).
+    deadline: DeadlineProbe,
+    out_of_time: bool,
     /// Eviction round counter and `recomputable` memo stamped with it.
     round: u32,
     recomputable_memo: Vec<(u32, bool)>,
@@ -253,6 +287,8 @@ impl<'g> State<'g> {
             block_limit,
             step_cap: (WORK_FACTOR * order.len()).max(WORK_FLOOR) + graph.outputs().count(),
             aborted: false,
+            deadline: Deadline::NONE.probe(),
+            out_of_time: false,
             trace: None,
             round: 0,
             recomputable_memo: vec![(0, false); n],
@@ -355,6 +391,8 @@ impl<'g> State<'g> {
         self.schedule.push(id);
         if self.schedule.len() > self.step_cap {
             self.aborted = true;
+        } else if self.deadline.expired() {
+            (self.aborted, self.out_of_time) = (true, true);
         }
         if let Some(source) = self.graph.node(id).view_of {
             self.view_made_from[id.index()] = self.executions[source.index()];
@@ -564,7 +602,7 @@ mod properties {
     use remat_graph::simulate;
 
     fn tracked_plan(g: &Graph, budget: u64) -> (Schedule, Vec<u64>) {
-        let state = run_walk(g, &g.topological_schedule(), budget, usize::MAX, true);
+        let state = run_walk(g, &g.topological_schedule(), budget, usize::MAX, Deadline::NONE, true);
         (state.schedule, state.trace.expect("traced"))
     }
 

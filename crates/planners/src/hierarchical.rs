@@ -58,7 +58,7 @@
 use crate::chain::dp::gcd;
 use crate::chain::planner::{search_dp_budget, ChainView};
 use crate::step::stored_bytes;
-use crate::{InvalidRequest, PlanDetails, PlanError, PlanRequest, Planner, StrategyFacts};
+use crate::{Deadline, InvalidRequest, PlanDetails, PlanError, PlanRequest, Planner, StopReason, StrategyFacts};
 use remat_graph::{simulate, Graph, NodeId, Schedule};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -109,10 +109,11 @@ pub struct Blocks {
 }
 
 impl Blocks {
-    /// Cuts the step into blocks and builds each block's menu.
-    pub fn of(graph: &Graph, order: &[NodeId]) -> Blocks {
+    /// Cuts the step into blocks and builds each block's menu (once `deadline` passes, the
+    /// menus built from then on stop their greedy path where it is: at least F_all).
+    pub fn of(graph: &Graph, order: &[NodeId], deadline: Deadline) -> Blocks {
         let view = ChainView::of(graph, order);
-        let menus = (0..view.chain.len()).map(|k| menu(graph, &view, k)).collect();
+        let menus = (0..view.chain.len()).map(|k| menu(graph, &view, k, deadline)).collect();
         let outputs = view
             .backward
             .iter()
@@ -204,7 +205,7 @@ fn local_peak(graph: &Graph, sequence: &[NodeId], persist: bool, skip: impl Fn(N
 /// keeping none, without dominated options, at most [`MAX_OPTIONS`] of them. Each greedy round
 /// drops the best-scoring kept value, or on blocks with more than [`GREEDY_ROUNDS`] such
 /// values the best-scoring share of them, so a block costs O(rounds · |R| · its edges).
-fn menu(graph: &Graph, view: &ChainView, k: usize) -> Vec<BlockOption> {
+fn menu(graph: &Graph, view: &ChainView, k: usize, deadline: Deadline) -> Vec<BlockOption> {
     let forward = &view.forward[k];
     let f = forward.len();
     let local: HashMap<NodeId, usize> = forward.iter().enumerate().map(|(i, &v)| (v, i)).collect();
@@ -242,7 +243,7 @@ fn menu(graph: &Graph, view: &ChainView, k: usize) -> Vec<BlockOption> {
     let mut path = vec![(keep.clone(), kept_bytes(&keep), 0.0)];
     let per_round = read.len().div_ceil(GREEDY_ROUNDS).max(1);
     let mut current = 0.0;
-    loop {
+    while !deadline.expired() {
         // Score each kept value by the recomputation its drop adds per byte it frees.
         let candidates: Vec<usize> =
             read.iter().copied().filter(|&r| keep[r] && bytes(r) > 0 && graph.node(forward[r]).pure).collect();
@@ -575,7 +576,7 @@ impl HierarchicalRemat {
     /// largest DP budget whose schedule fits (bisected to 0.1 %) and [`PROBES`] more spread
     /// below it, down to the smallest DP budget the DP solves. The DP's terms err both ways,
     /// so its value is neither monotone in its budget nor the measured cost.
-    fn plan_at(blocks: &Blocks, outputs: &[u64], graph: &Graph, budget: u64) -> Option<Candidate> {
+    fn plan_at(blocks: &Blocks, outputs: &[u64], graph: &Graph, budget: u64, deadline: Deadline) -> Option<Candidate> {
         let run = |dp_budget: u64| -> Option<Candidate> {
             let (ops, _) = MenuDp::new(blocks, outputs, dp_budget).solve()?;
             let schedule = blocks.lower(graph, &ops);
@@ -592,10 +593,10 @@ impl HierarchicalRemat {
         let solvable = |dp_budget: u64| MenuDp::new(blocks, outputs, dp_budget).solve().is_some();
         let fits = |c: &Candidate| c.peak <= budget;
         let total = blocks.view.chain.total_bytes().max(budget);
-        let found = search_dp_budget(total, |high| high / 1000, solvable, run, fits)?;
+        let found = search_dp_budget(total, deadline, |high| high / 1000, solvable, run, fits)?;
         let mut best = found.plan;
         if found.largest > found.floor {
-            for k in 1..=PROBES as u64 {
+            for k in (1..=PROBES as u64).take_while(|_| !deadline.expired()) {
                 let probe = found.floor + (found.largest - found.floor) * k / (PROBES as u64 + 1);
                 if let Some(c) = run(probe).filter(fits) {
                     if (c.cost, c.peak) < (best.cost, best.peak) {
@@ -639,7 +640,8 @@ impl Planner for HierarchicalRemat {
         if request.budget.is_some_and(|b| b >= baseline.peak_bytes) {
             return Ok((request.order.to_vec(), PlanDetails::default()));
         }
-        let blocks = Blocks::of(graph, request.order);
+        let deadline = request.options.deadline;
+        let blocks = Blocks::of(graph, request.order, deadline);
         let budget =
             request.budget.or_else(|| crate::smallest_feasible_budget(self, graph, request.order, request.options));
         let Some(budget) = budget else { return Ok(request.no_plan()) };
@@ -649,7 +651,7 @@ impl Planner for HierarchicalRemat {
         let without = vec![0; blocks.outputs.len()];
         let best = [&blocks.outputs[..], &without[..]]
             .into_iter()
-            .filter_map(|outputs| Self::plan_at(&blocks, outputs, graph, budget))
+            .filter_map(|outputs| Self::plan_at(&blocks, outputs, graph, budget, deadline))
             .min_by(|x, y| x.cost.total_cmp(&y.cost).then(x.peak.cmp(&y.peak)));
         let Some(Candidate { schedule, dp_budget, ops, .. }) = best else { return Ok(request.no_plan()) };
         let stats = HierarchicalStats {
@@ -658,7 +660,7 @@ impl Planner for HierarchicalRemat {
             dp_budget,
             ops: ops.iter().map(ToString::to_string).collect(),
         };
-        Ok((schedule, PlanDetails::default().with_facts(stats)))
+        Ok((schedule, PlanDetails::stopped(request.stop_unless_out_of_time(StopReason::Completed)).with_facts(stats)))
     }
 }
 
@@ -672,7 +674,7 @@ mod tests {
     fn menus_start_with_the_chains_f_all_and_trade_bytes_for_cost() {
         let graph = Transformer::new(4).generate();
         let order = graph.topological_schedule();
-        let blocks = Blocks::of(&graph, &order);
+        let blocks = Blocks::of(&graph, &order, Deadline::NONE);
         assert!(!blocks.menus.is_empty());
         let mut several = 0;
         for (k, menu) in blocks.menus.iter().enumerate() {

@@ -229,9 +229,47 @@ impl Planner for IlpRemat {
                 PlanDetails::stopped(certificate.stop_reason()).with_facts(certificate),
             ));
         }
+        if let Some(why) = oversized(request) {
+            return Err(PlanError::NoPlan { strategy: "ilp", why });
+        }
         let (schedule, certificate) = Solve::new(request).run()?;
         Ok((schedule, PlanDetails::stopped(certificate.stop_reason()).with_facts(certificate)))
     }
+}
+
+/// Most variables of a model the exact MILP builds: HiGHS's branch and bound on more does not
+/// finish on 2 cores in any useful time, and LP rounding is the method for those.
+pub const MAX_MILP_COLUMNS: usize = 1_000_000;
+/// Most variables of any model (the LP relaxation of LP rounding): beyond this the model and
+/// HiGHS's copy of it take gigabytes (Checkmate's R, S and U are stages × nodes each).
+pub const MAX_LP_COLUMNS: usize = 4_000_000;
+
+/// Why the request's model would be too large to build, before anything is built: an upper
+/// bound on its variables (R, S and U, each at most stages × nodes) over the method's limit.
+fn oversized(request: &PlanRequest<'_>) -> Option<NoPlanCause> {
+    let n = request.order.len();
+    let options = &request.options.ilp;
+    let order = options.order.unwrap_or(if n <= FREE_ORDER_NODES { StageOrder::Free } else { StageOrder::Fixed });
+    let stages = match order {
+        // At least the input order's single run per node; heuristics may need more.
+        StageOrder::Free => options.stages.unwrap_or(n).max(1),
+        StageOrder::Fixed => n.div_ceil(if n <= ONE_NODE_STAGES { 1 } else { n.div_ceil(MAX_FIXED_STAGES) }),
+    };
+    let columns = stages.saturating_mul(n).saturating_mul(3);
+    let method = match order {
+        StageOrder::Free => SolveMethod::Milp,
+        StageOrder::Fixed => {
+            options.method.unwrap_or(if n <= MILP_NODES { SolveMethod::Milp } else { SolveMethod::LpRounding })
+        }
+    };
+    let (limit, alternative) = match method {
+        SolveMethod::Milp if order == StageOrder::Free => {
+            (MAX_MILP_COLUMNS, "--ilp-order=fixed, --ilp-method=lp-rounding or --remat=hierarchical")
+        }
+        SolveMethod::Milp => (MAX_MILP_COLUMNS, "--ilp-method=lp-rounding or --remat=hierarchical"),
+        SolveMethod::LpRounding => (MAX_LP_COLUMNS, "--remat=hierarchical or --remat=auto"),
+    };
+    (columns > limit).then_some(NoPlanCause::ModelTooLarge { columns, limit, alternative })
 }
 
 /// The input order's certificate when it needs no solver: it fits the budget and computes each
@@ -343,7 +381,9 @@ impl<'r> Solve<'r> {
     fn new(request: &'r PlanRequest<'r>) -> Self {
         let started = Instant::now();
         let options = &request.options.ilp;
-        let deadline = started + std::time::Duration::from_secs_f64(options.time_limit.max(0.0));
+        // Its own limit, within the request's deadline (`--time-limit`, or auto's).
+        let own = started + std::time::Duration::from_secs_f64(options.time_limit.max(0.0));
+        let deadline = request.options.deadline.instant().map_or(own, |d| d.min(own));
         let problem = Problem::new(request.graph, request.order);
         let mut heuristics = Vec::new();
         if options.warm_start {
@@ -544,8 +584,9 @@ impl<'r> Solve<'r> {
     }
 
     /// When the solver found no plan in its time limit and none of the heuristic plans was
-    /// in its class to start from: the cheapest heuristic plan within the budget, said so in
-    /// the certificate, with the bound the solver did prove.
+    /// in its class to start from: the cheapest heuristic plan within the budget (or, when none
+    /// is, the lowest, which the caller reports over the budget), said so in the certificate,
+    /// with the bound the solver did prove.
     fn best_heuristic(
         &self,
         f: &Formulation<'_>,
@@ -553,14 +594,21 @@ impl<'r> Solve<'r> {
         solved: &model::Solved,
         lp_objective: f64,
     ) -> Result<(Schedule, Certificate), PlanError> {
-        let Some(h) = self.heuristics.iter().find(|h| h.peak <= budget) else {
+        // Sorted best first under the budget: the first is within it when any is.
+        let Some(h) = self.heuristics.first() else {
             let why = NoPlanCause::TimeLimitWithinBudget(self.request.options.ilp.time_limit);
             return Err(PlanError::NoPlan { strategy: "ilp", why });
         };
         let scale = self.problem.cost_scale;
         let bound =
             if solved.dual_bound.is_finite() { solved.dual_bound.max(lp_objective) } else { lp_objective } * scale;
-        let gap = if h.cost > 0.0 { ((h.cost - bound) / h.cost).max(0.0) } else { 0.0 };
+        let gap = if h.peak > budget {
+            f64::NAN
+        } else if h.cost > 0.0 {
+            ((h.cost - bound) / h.cost).max(0.0)
+        } else {
+            0.0
+        };
         let certificate = h.fallback_certificate(f, bound, gap, Some(lp_objective * scale), 0.0);
         tracing::warn!(
             "ilp: the solver found no plan in its time limit; returning {}'s plan, within {:.1} % of the proven bound",
@@ -576,8 +624,14 @@ impl<'r> Solve<'r> {
         let warm = self.warm_start(&f);
         let solved = self.solve(&f, false, warm.as_ref().map(|w| w.1.as_slice()))?;
         if !matches!(solved.outcome, Outcome::Optimal | Outcome::TimeLimit) {
-            let why = NoPlanCause::TimeLimit(self.request.options.ilp.time_limit);
-            return Err(PlanError::NoPlan { strategy: "ilp", why });
+            // Out of time with no schedule: the lowest heuristic plan, nothing proven.
+            let lowest = self.heuristics.iter().min_by(|a, b| compare_plans((a.peak, a.cost), (b.peak, b.cost), None));
+            let Some(h) = lowest else {
+                let why = NoPlanCause::TimeLimit(self.request.options.ilp.time_limit);
+                return Err(PlanError::NoPlan { strategy: "ilp", why });
+            };
+            tracing::warn!("ilp: the solver found no schedule in its time limit; returning {}'s plan", h.name);
+            return Ok((h.schedule.clone(), h.fallback_certificate(&f, f64::NAN, f64::NAN, None, solved.seconds)));
         }
         let schedule = self.extract(&f, &solved.values)?;
         let measured = simulate(self.request.graph, &schedule).map_err(InvalidRequest::from)?;

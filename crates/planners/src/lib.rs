@@ -14,6 +14,7 @@
 pub mod acg;
 pub mod auto;
 pub mod chain;
+pub mod deadline;
 pub mod division;
 pub mod dtr;
 pub mod fusion;
@@ -30,6 +31,7 @@ pub mod sweep;
 pub mod treedec;
 pub mod treewidth;
 
+pub use deadline::Deadline;
 pub use plan::{
     compare_plans, FallbackCause, InvalidRequest, NoPlanCause, PlanDetails, PlanError, StopReason, StrategyFacts,
 };
@@ -55,7 +57,16 @@ pub struct PlannerOptions {
     pub dtr: dtr::DtrOptions,
     /// The chain planner's bandwidth, compute rate and memory slots (`--remat=chain`).
     pub chain: chain::planner::ChainOptions,
+    /// Wall-clock seconds one planning request may take (`--time-limit`): the deadline
+    /// [`with_deadline`](PlannerOptions::with_deadline) sets when planning starts.
+    pub time_limit: f64,
+    /// When planning stops ([`deadline`]); none until a request starts.
+    pub deadline: Deadline,
 }
+
+/// The default `--time-limit`, in seconds: every planner stops within a minute on steps of
+/// 10^5 ops (docs/benchmarks.md, "Planning time").
+pub const DEFAULT_TIME_LIMIT: f64 = 50.0;
 
 impl Default for PlannerOptions {
     fn default() -> Self {
@@ -68,6 +79,8 @@ impl Default for PlannerOptions {
             auto_time_limit: auto::DEFAULT_TIME_LIMIT,
             dtr: dtr::DtrOptions::default(),
             chain: chain::planner::ChainOptions::default(),
+            time_limit: DEFAULT_TIME_LIMIT,
+            deadline: Deadline::NONE,
         }
     }
 }
@@ -122,8 +135,19 @@ impl PlanRequest<'_> {
     /// The input order, stopped as a fallback: what a strategy hands back when its own method
     /// finds no plan (the caller measures it and reports the budget unmet).
     pub fn no_plan(&self) -> (Schedule, PlanDetails) {
-        let stop = StopReason::Fallback { to: "none", cause: FallbackCause::NoPlan };
+        let cause = if self.options.deadline.expired() { FallbackCause::TimeLimit } else { FallbackCause::NoPlan };
+        let stop = StopReason::Fallback { to: "none", cause };
         (self.order.to_vec(), PlanDetails::stopped(stop))
+    }
+
+    /// `stop`, or [`StopReason::TimeLimit`] when the deadline has passed (a search stopped
+    /// early, its plan the best so far).
+    pub fn stop_unless_out_of_time(&self, stop: StopReason) -> StopReason {
+        if self.options.deadline.expired() {
+            StopReason::TimeLimit { gap: None }
+        } else {
+            stop
+        }
     }
 
     /// Each node's position in the base order (`usize::MAX` for arguments), after checking
@@ -188,7 +212,7 @@ fn bisect_by_replanning(
     order: &[NodeId],
     options: &PlannerOptions,
 ) -> Option<u64> {
-    bisect_budget(graph, order, |budget: u64| -> Option<u64> {
+    bisect_budget(graph, order, options.deadline, |budget: u64| -> Option<u64> {
         let request = PlanRequest { graph, order, budget: Some(budget), options };
         let peak = match planner.plan_detailed(&request) {
             Ok((schedule, details)) if !details.transfers.is_empty() => {
@@ -214,40 +238,52 @@ const BISECTION_STEPS: u64 = 1024;
 /// or on large graphs to 1/[`BISECTION_STEPS`] of the baseline, see
 /// [`EXACT_BISECTION_NODES`]); then, when the plan at the end of the bracket peaks lower than
 /// its budget, that peak if it fits too (so a planner monotone in its budget is named
-/// exactly). `None` when the baseline peak does not fit.
-pub(crate) fn bisect_budget(graph: &Graph, order: &[NodeId], fits: impl Fn(u64) -> Option<u64>) -> Option<u64> {
+/// exactly). `None` when the baseline peak does not fit. Once `deadline` passes, the search
+/// stops where it is: what it names then fits, but may not be the smallest.
+pub(crate) fn bisect_budget(
+    graph: &Graph,
+    order: &[NodeId],
+    deadline: Deadline,
+    fits: impl Fn(u64) -> Option<u64>,
+) -> Option<u64> {
     let baseline = simulate(graph, order).ok()?.peak_bytes;
     let mut peak_at_high = fits(baseline)?;
     let tolerance = if graph.len() > EXACT_BISECTION_NODES { (baseline / BISECTION_STEPS).max(1) } else { 1 };
     // Invariant: `high` fits; every budget below `low` is below the lower bound or was
     // bracketed out.
     let (mut low, mut high) = (lower_bound(graph).min(baseline), baseline);
-    while high - low >= tolerance {
+    while high - low >= tolerance && !deadline.expired() {
         let mid = low + (high - low) / 2;
         match fits(mid) {
             Some(peak) => (high, peak_at_high) = (mid, peak),
             None => low = mid + 1,
         }
     }
-    if peak_at_high < high && fits(peak_at_high).is_some() {
+    if peak_at_high < high && !deadline.expired() && fits(peak_at_high).is_some() {
         high = peak_at_high;
     }
     Some(high)
 }
 
-/// The polishing pass, when on: toward the budget, or the plan's own peak without one.
+/// The polishing pass, when on, until the deadline: toward the budget, or the plan's own
+/// peak without one.
 pub(crate) fn finish(graph: &Graph, schedule: Schedule, budget: Option<u64>, options: &PlannerOptions) -> Schedule {
+    finish_until(graph, schedule, budget, options).0
+}
+
+/// [`finish`], and whether the deadline cut the polishing short.
+fn finish_until(graph: &Graph, schedule: Schedule, budget: Option<u64>, options: &PlannerOptions) -> (Schedule, bool) {
     if !options.polish {
-        return schedule;
+        return (schedule, false);
     }
     let target = match budget {
         Some(b) => b,
         None => match simulate(graph, &schedule) {
             Ok(s) => s.peak_bytes,
-            Err(_) => return schedule,
+            Err(_) => return (schedule, false),
         },
     };
-    polish::polish(graph, &schedule, target)
+    polish::polish_until(graph, &schedule, target, options.deadline)
 }
 
 /// Picks one of a strategy's candidate schedules (one per knob setting): with a budget, the
@@ -266,6 +302,34 @@ pub(crate) fn choose_candidate(
     options: &PlannerOptions,
 ) -> Result<Schedule, PlanError> {
     choose_measured(graph, strategy, &measure_candidates(graph, strategy, candidates)?, budget, options)
+}
+
+/// A knob search's candidate schedules (one per knob setting), and whether the deadline cut
+/// the search short.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Candidates {
+    pub(crate) schedules: Vec<Schedule>,
+    pub(crate) out_of_time: bool,
+}
+
+/// The plan of a strategy that picks among `candidates` ([`choose_candidate`]), stopped with
+/// [`StopReason::TimeLimit`] when the deadline cut its search short, or the input order when
+/// the search left no candidate.
+pub(crate) fn plan_among(
+    request: &PlanRequest<'_>,
+    strategy: &'static str,
+    candidates: Candidates,
+) -> Result<(Schedule, PlanDetails), PlanError> {
+    if candidates.schedules.is_empty() {
+        let (order, mut details) = request.no_plan();
+        if candidates.out_of_time {
+            details.stop = StopReason::Fallback { to: "none", cause: FallbackCause::TimeLimit };
+        }
+        return Ok((order, details));
+    }
+    let schedule = choose_candidate(request.graph, strategy, candidates.schedules, request.budget, request.options)?;
+    let stop = if candidates.out_of_time { StopReason::TimeLimit { gap: None } } else { StopReason::Completed };
+    Ok((schedule, PlanDetails::stopped(stop)))
 }
 
 /// Each candidate with its raw peak.
@@ -315,11 +379,11 @@ pub(crate) fn smallest_budget_among(
     order: &[NodeId],
     options: &PlannerOptions,
     strategy: &'static str,
-    candidates: fn(&PlanRequest<'_>) -> Result<Vec<Schedule>, PlanError>,
+    candidates: fn(&PlanRequest<'_>) -> Result<Candidates, PlanError>,
 ) -> Option<u64> {
     let request = PlanRequest { graph, order, budget: None, options };
-    let measured = measure_candidates(graph, strategy, candidates(&request).ok()?).ok()?;
-    bisect_budget(graph, order, |budget| {
+    let measured = measure_candidates(graph, strategy, candidates(&request).ok()?.schedules).ok()?;
+    bisect_budget(graph, order, options.deadline, |budget| {
         choose_measured(graph, strategy, &measured, Some(budget), options)
             .ok()
             .and_then(|raw| simulate(graph, &finish(graph, raw, Some(budget), options)).ok())
@@ -362,6 +426,9 @@ pub struct Infeasible {
     pub lower_bound: u64,
     /// The smallest budget the strategy meets (bisection), if any.
     pub smallest_feasible: Option<u64>,
+    /// The time limit (seconds) when it ran out before the search for the smallest budget
+    /// ended: `smallest_feasible` is then a budget the strategy meets, not the smallest.
+    pub out_of_time: Option<f64>,
 }
 
 impl Infeasible {
@@ -381,11 +448,19 @@ impl Infeasible {
                 Bytes(self.achieved)
             )
         };
-        match self.smallest_feasible {
-            Some(b) => {
+        match (self.smallest_feasible, self.out_of_time) {
+            (Some(b), None) => {
                 s.push_str(&format!("; the smallest budget '{}' meets is {} ({b} bytes)", self.strategy, Bytes(b)))
             }
-            None => s.push_str(&format!("; '{}' meets no budget up to the baseline peak", self.strategy)),
+            (Some(b), Some(limit)) => s.push_str(&format!(
+                "; the time limit of {limit} s ran out; the smallest budget '{}' was found to meet is {} ({b} bytes)",
+                self.strategy,
+                Bytes(b)
+            )),
+            (None, None) => s.push_str(&format!("; '{}' meets no budget up to the baseline peak", self.strategy)),
+            (None, Some(limit)) => {
+                s.push_str(&format!("; the time limit of {limit} s ran out before '{}' met any budget", self.strategy))
+            }
         }
         s
     }
@@ -413,15 +488,23 @@ pub fn measure_plan(
     budget: Option<u64>,
     options: &PlannerOptions,
 ) -> Result<MeasuredPlan, PlanError> {
+    let options = &options.with_deadline();
     let baseline = simulate(graph, order).map_err(InvalidRequest::from)?;
     let bound = lower_bound(graph);
     let started = std::time::Instant::now();
-    let (raw_schedule, details) = planner.plan_detailed(&PlanRequest { graph, order, budget, options })?;
+    let (raw_schedule, mut details) = planner.plan_detailed(&PlanRequest { graph, order, budget, options })?;
     let invalid = |error| PlanError::InvalidSchedule { strategy: planner.name(), error };
     let raw = simulate_with_transfers(graph, &raw_schedule, &details.transfers).map_err(invalid)?;
-    let schedule =
-        if details.transfers.is_empty() { finish(graph, raw_schedule, budget, options) } else { raw_schedule };
+    let (schedule, polish_cut) = if details.transfers.is_empty() {
+        finish_until(graph, raw_schedule, budget, options)
+    } else {
+        (raw_schedule, false)
+    };
     let plan_seconds = started.elapsed().as_secs_f64();
+    // A strategy that finished its own search but not the polishing stopped at the deadline too.
+    if details.stop == StopReason::Completed && polish_cut {
+        details.stop = StopReason::TimeLimit { gap: None };
+    }
     let simulation = simulate_with_transfers(graph, &schedule, &details.transfers).map_err(invalid)?;
     Ok(MeasuredPlan { schedule, simulation, raw, baseline, lower_bound: bound, plan_seconds, details })
 }
@@ -470,6 +553,7 @@ pub fn plan_within_budget(
     budget: Option<u64>,
     options: &PlannerOptions,
 ) -> Result<MeasuredPlan, PlanFailure> {
+    let options = &options.with_deadline();
     let plan = measure_plan(planner, graph, order, budget, options)?;
     if let Some(budget) = budget {
         if plan.simulation.peak_bytes > budget {
@@ -489,6 +573,7 @@ pub fn plan_within_budget(
                 achieved: plan.simulation.peak_bytes,
                 lower_bound: plan.lower_bound,
                 smallest_feasible,
+                out_of_time: options.deadline.expired().then_some(options.time_limit),
             }
             .into());
         }

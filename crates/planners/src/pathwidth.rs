@@ -30,8 +30,12 @@
 //! [`LENGTH_LIMIT_PER_NODE`]·n steps, and a larger k is tried. The split bag for `u` is the one
 //! of `u`'s interval nearest the middle of the decomposition (the paper allows any).
 
+use crate::deadline::DeadlineProbe;
 use crate::pathdec::{add_spine, greedy_ordering, hamiltonian_path, PathDecomposition, Spine};
-use crate::{choose_candidate, smallest_budget_among, PlanError, PlanRequest, Planner, PlannerOptions};
+use crate::{
+    plan_among, smallest_budget_among, Candidates, Deadline, PlanDetails, PlanError, PlanRequest, Planner,
+    PlannerOptions,
+};
 use remat_graph::{Graph, NodeId, Schedule};
 
 /// A run is abandoned once its raw schedule passes this many steps per node.
@@ -48,7 +52,10 @@ impl Planner for PwRemat {
         "PWRemat: divide and conquer over a path decomposition with a long spine (Kumar et al.)"
     }
     fn plan(&self, request: &PlanRequest<'_>) -> Result<Schedule, PlanError> {
-        choose_candidate(request.graph, "pathwidth", candidates(request)?, request.budget, request.options)
+        Ok(self.plan_detailed(request)?.0)
+    }
+    fn plan_detailed(&self, request: &PlanRequest<'_>) -> Result<(Schedule, PlanDetails), PlanError> {
+        plan_among(request, "pathwidth", candidates(request)?)
     }
     /// The candidates do not depend on the budget: built once, only the choice is bisected.
     fn smallest_feasible_budget_once(
@@ -62,9 +69,17 @@ impl Planner for PwRemat {
 }
 
 /// The input order and PWRemat(k) for each k (or `--pw-stop`'s).
-fn candidates(request: &PlanRequest<'_>) -> Result<Vec<Schedule>, PlanError> {
+fn candidates(request: &PlanRequest<'_>) -> Result<Candidates, PlanError> {
     let graph = request.graph;
     request.order_positions()?;
+    let deadline = request.options.deadline;
+    // PWRemat(∞): the top-level base case, a schedule without rematerialization; the
+    // paper asks for any valid one, and the input order is the one the user measured.
+    let mut candidates = Candidates { schedules: vec![request.order.to_vec()], out_of_time: false };
+    if deadline.expired() {
+        candidates.out_of_time = true;
+        return Ok(candidates);
+    }
     let problem = SpinedDecomposition::new(graph, request.order);
     tracing::debug!(
         width = problem.width,
@@ -77,15 +92,16 @@ fn candidates(request: &PlanRequest<'_>) -> Result<Vec<Schedule>, PlanError> {
         None => std::iter::successors(Some(1usize), |&k| (k <= problem.bags.len()).then_some(k * 2)).collect(),
     };
     let limit = LENGTH_LIMIT_PER_NODE.saturating_mul(graph.len().max(1));
-    // PWRemat(∞): the top-level base case, a schedule without rematerialization; the
-    // paper asks for any valid one, and the input order is the one the user measured.
-    let mut candidates = vec![request.order.to_vec()];
     for k in stops {
-        match problem.schedule(graph, k, limit) {
-            Some(raw) => candidates.push(raw),
-            None => tracing::debug!(stop = k, limit, "PWRemat(k) abandoned: schedule too long"),
+        if deadline.expired() {
+            break;
+        }
+        match problem.schedule(graph, k, limit, deadline) {
+            Some(raw) => candidates.schedules.push(raw),
+            None => tracing::debug!(stop = k, limit, "PWRemat(k) abandoned: schedule too long or out of time"),
         }
     }
+    candidates.out_of_time = deadline.expired();
     Ok(candidates)
 }
 
@@ -168,14 +184,14 @@ impl SpinedDecomposition {
 
     /// PWRemat(k) for the last spine node (every node is its ancestor through the spine),
     /// mapped back to graph nodes; impure nodes keep only their first execution. `None` when
-    /// the schedule passes `limit` steps.
-    pub fn schedule(&self, graph: &Graph, stop: usize, limit: usize) -> Option<Schedule> {
+    /// the schedule passes `limit` steps, or when `deadline` passes.
+    pub fn schedule(&self, graph: &Graph, stop: usize, limit: usize, deadline: Deadline) -> Option<Schedule> {
         let n = self.spine.order.len();
         if n == 0 {
             return Some(Vec::new());
         }
         let whole = View { lo: 0, hi: self.bags.len(), reversed: false, cap: n as u32 - 1 };
-        let mut run = PwSchedule { problem: self, stop: stop.max(1), work: 0, limit };
+        let mut run = PwSchedule { problem: self, stop: stop.max(1), work: 0, limit, deadline: deadline.probe() };
         // Deep recursions (a left part can be all but one bag) need more than a default stack.
         let indices = std::thread::scope(|scope| {
             std::thread::Builder::new()
@@ -239,7 +255,7 @@ impl View {
     }
 }
 
-/// The schedule exceeded its length limit.
+/// The schedule exceeded its length limit, or the deadline passed.
 struct TooLong;
 
 /// An interleaved schedule: `(x, σ)` tuples (several may share an `x`).
@@ -251,12 +267,13 @@ struct PwSchedule<'a> {
     /// Steps emitted or copied so far, and calls made: bounded by `limit`.
     work: usize,
     limit: usize,
+    deadline: DeadlineProbe,
 }
 
 impl PwSchedule<'_> {
     fn charge(&mut self, steps: usize) -> Result<(), TooLong> {
         self.work += steps;
-        if self.work > self.limit {
+        if self.work > self.limit || self.deadline.expired() {
             Err(TooLong)
         } else {
             Ok(())

@@ -221,6 +221,16 @@ pub enum NoPlanCause {
     /// The solver's assignment does not decode to a valid schedule (a bug).
     #[error("the solver's plan is not a valid schedule ({0})")]
     InvalidSolution(ScheduleError),
+    /// The model would not fit in memory, so it was not built.
+    #[error("its model would have up to {columns} variables, more than the {limit} this strategy builds (they would not fit in memory); use {alternative}")]
+    ModelTooLarge {
+        /// The variables the model would have (an upper bound).
+        columns: usize,
+        /// The most the method builds.
+        limit: usize,
+        /// What to use instead.
+        alternative: &'static str,
+    },
 }
 
 fn describe_failures(failures: &[(&'static str, String)]) -> String {

@@ -16,6 +16,7 @@
 //! instance that dies there ([`remat_graph::Node::reuses`]), extending that instance costs the
 //! step a buffer of its own too, which the bookkeeping counts.
 
+use crate::Deadline;
 use remat_graph::{lifetimes, Graph, Schedule};
 
 /// At most this many rounds of re-simulation.
@@ -25,8 +26,25 @@ const MAX_ROUNDS: usize = 8;
 /// that already exceeds `target` only loses drops that lower memory). `schedule` must be
 /// valid for `graph`.
 pub fn polish(graph: &Graph, schedule: &[remat_graph::NodeId], target: u64) -> Schedule {
+    polish_until(graph, schedule, target, Deadline::NONE).0
+}
+
+/// [`polish`], stopped once `deadline` passes: the drops taken by then are kept (each one
+/// keeps the schedule valid and within the target on its own), the rest are not tried. The
+/// flag says whether the deadline cut it short (a schedule with nothing to drop never is).
+pub fn polish_until(
+    graph: &Graph,
+    schedule: &[remat_graph::NodeId],
+    target: u64,
+    deadline: Deadline,
+) -> (Schedule, bool) {
     let mut schedule = schedule.to_vec();
+    let mut probe = deadline.probe();
+    let mut cut = false;
     for _ in 0..MAX_ROUNDS {
+        if cut {
+            break;
+        }
         let Ok(life) = lifetimes(graph, &schedule) else { break };
         let steps = schedule.len();
         let mut memory = MaxTree::new(&life.step_bytes);
@@ -56,6 +74,10 @@ pub fn polish(graph: &Graph, schedule: &[remat_graph::NodeId], target: u64) -> S
         let mut removed = vec![false; steps];
         let mut dropped = 0;
         for j in candidates {
+            if probe.expired() {
+                cut = true;
+                break;
+            }
             let mut i = previous[j];
             while removed[i] {
                 i = previous[i];
@@ -98,7 +120,7 @@ pub fn polish(graph: &Graph, schedule: &[remat_graph::NodeId], target: u64) -> S
         }
         schedule = schedule.iter().enumerate().filter(|&(j, _)| !removed[j]).map(|(_, &u)| u).collect();
     }
-    schedule
+    (schedule, cut)
 }
 
 /// Range add, range max over step memory (a lazy segment tree).

@@ -9,6 +9,7 @@
 //! neighbour eliminated next. `MinFill` picks the vertex whose elimination adds the fewest
 //! edges (the paper's choice, §4 (iii)); `MinDegree` the one with the fewest neighbours.
 
+use crate::Deadline;
 use remat_graph::{Graph, NodeId};
 use std::collections::BTreeSet;
 
@@ -155,6 +156,13 @@ impl TreeDecomposition {
     /// chooses. One bag per vertex (so at most n bags already); the forests of disconnected
     /// parts are chained into one tree (they share no vertex, so this keeps the properties).
     pub fn from_elimination(graph: &Graph, heuristic: EliminationHeuristic) -> Self {
+        Self::from_elimination_until(graph, heuristic, Deadline::NONE).expect("no deadline to pass")
+    }
+
+    /// [`from_elimination`](Self::from_elimination), or `None` once `deadline` passes (min-fill
+    /// on 10^5 vertices takes tens of seconds).
+    pub fn from_elimination_until(graph: &Graph, heuristic: EliminationHeuristic, deadline: Deadline) -> Option<Self> {
+        let mut probe = deadline.probe();
         let mut adjacency = skeleton(graph);
         let vertices: Vec<u32> = graph.ids().filter(|&n| !graph.node(n).argument).map(|n| n.0).collect();
         let min_fill = heuristic == EliminationHeuristic::MinFill;
@@ -177,6 +185,9 @@ impl TreeDecomposition {
         let mut position = vec![usize::MAX; graph.len()];
         let mut bag_neighbours: Vec<(u32, Vec<u32>)> = Vec::with_capacity(vertices.len());
         while let Some((_, v)) = queue.pop_first() {
+            if probe.expired() {
+                return None;
+            }
             eliminated[v as usize] = true;
             position[v as usize] = bag_neighbours.len();
             let neighbours: Vec<u32> = adjacency[v as usize].iter().copied().collect();
@@ -246,7 +257,7 @@ impl TreeDecomposition {
             adjacency_out[pair[0]].push(pair[1]);
             adjacency_out[pair[1]].push(pair[0]);
         }
-        TreeDecomposition { bags, adjacency: adjacency_out }
+        Some(TreeDecomposition { bags, adjacency: adjacency_out })
     }
 
     /// Width: the largest bag's size minus one (0 for no bags).

@@ -29,9 +29,13 @@
 //! (`choose_candidate` in the crate root).
 //! `--tw-stop` and `--td-heuristic` fix either.
 
+use crate::deadline::DeadlineProbe;
 use crate::pathwidth::LENGTH_LIMIT_PER_NODE;
 use crate::treedec::{EliminationHeuristic, SeparatorHierarchy, TreeDecomposition};
-use crate::{choose_candidate, smallest_budget_among, PlanError, PlanRequest, Planner, PlannerOptions};
+use crate::{
+    plan_among, smallest_budget_among, Candidates, Deadline, PlanDetails, PlanError, PlanRequest, Planner,
+    PlannerOptions,
+};
 use remat_graph::{Graph, NodeId, Schedule};
 
 /// Kumar et al.'s TWRemat (Algorithm 1) with the TWRemat(k) trade-off.
@@ -45,8 +49,10 @@ impl Planner for TwRemat {
         "TWRemat: divide and conquer over balanced separators of a tree decomposition (Kumar et al.)"
     }
     fn plan(&self, request: &PlanRequest<'_>) -> Result<Schedule, PlanError> {
-        let candidates = candidates(request)?;
-        choose_candidate(request.graph, "treewidth", candidates, request.budget, request.options)
+        Ok(self.plan_detailed(request)?.0)
+    }
+    fn plan_detailed(&self, request: &PlanRequest<'_>) -> Result<(Schedule, PlanDetails), PlanError> {
+        plan_among(request, "treewidth", candidates(request)?)
     }
     /// The candidates (TWRemat(k) for every k and heuristic) do not depend on the budget, so
     /// they are built once and only the choice among them is bisected.
@@ -62,7 +68,7 @@ impl Planner for TwRemat {
 
 /// TWRemat(k) for each k (or `--tw-stop`'s) and each elimination heuristic (or
 /// `--td-heuristic`'s).
-fn candidates(request: &PlanRequest<'_>) -> Result<Vec<Schedule>, PlanError> {
+fn candidates(request: &PlanRequest<'_>) -> Result<Candidates, PlanError> {
     let graph = request.graph;
     let options = request.options;
     let rank = request.order_positions()?;
@@ -71,9 +77,13 @@ fn candidates(request: &PlanRequest<'_>) -> Result<Vec<Schedule>, PlanError> {
         None => EliminationHeuristic::ALL.to_vec(),
     };
     let limit = LENGTH_LIMIT_PER_NODE.saturating_mul(graph.len().max(1));
-    let mut candidates = Vec::new();
+    let deadline = options.deadline;
+    let mut candidates = Candidates::default();
     for heuristic in heuristics {
-        let mut td = TreeDecomposition::from_elimination(graph, heuristic);
+        let Some(mut td) = TreeDecomposition::from_elimination_until(graph, heuristic, deadline) else {
+            candidates.out_of_time = true;
+            break;
+        };
         td.compress();
         debug_assert_eq!(td.validate(graph), Ok(()));
         let hierarchy = SeparatorHierarchy::new(&td, graph.len(), &rank);
@@ -83,18 +93,23 @@ fn candidates(request: &PlanRequest<'_>) -> Result<Vec<Schedule>, PlanError> {
         };
         tracing::debug!(heuristic = heuristic.name(), width = td.width(), bags = td.len(), "tree decomposition");
         for k in stops {
-            match tw_schedule(graph, &hierarchy, &rank, request.order, k, limit) {
-                Some(schedule) => candidates.push(schedule),
-                None => tracing::debug!(stop = k, limit, "TWRemat(k) abandoned: schedule too long"),
+            if deadline.expired() {
+                candidates.out_of_time = true;
+                break;
+            }
+            match tw_schedule(graph, &hierarchy, &rank, request.order, k, limit, deadline) {
+                Some(schedule) => candidates.schedules.push(schedule),
+                None => tracing::debug!(stop = k, limit, "TWRemat(k) abandoned: schedule too long or out of time"),
             }
         }
     }
+    candidates.out_of_time |= deadline.expired();
     Ok(candidates)
 }
 
 /// TWRemat(k) on the whole graph: the outputs and dead values requested at the top level;
 /// impure nodes then keep only their first execution. `None` once the raw schedule passes
-/// `limit` steps.
+/// `limit` steps, or once `deadline` passes.
 pub fn tw_schedule(
     graph: &Graph,
     hierarchy: &SeparatorHierarchy,
@@ -102,6 +117,7 @@ pub fn tw_schedule(
     order: &[NodeId],
     stop: usize,
     limit: usize,
+    deadline: Deadline,
 ) -> Option<Schedule> {
     if hierarchy.levels.is_empty() {
         return Some(Vec::new());
@@ -121,9 +137,11 @@ pub fn tw_schedule(
         schedule: Vec::new(),
         stamp: vec![0; graph.len()],
         calls: 0,
+        deadline: deadline.probe(),
+        out_of_time: false,
     };
     run.call(0, &wanted);
-    if run.schedule.len() > limit {
+    if run.schedule.len() > limit || run.out_of_time {
         return None;
     }
     let mut executed = vec![false; graph.len()];
@@ -143,12 +161,18 @@ struct Recursion<'a> {
     /// `stamp[v] == calls` marks `v` as needed by the current call.
     stamp: Vec<u64>,
     calls: u64,
+    deadline: DeadlineProbe,
+    out_of_time: bool,
 }
 
 impl Recursion<'_> {
     /// Algorithm 1 on level `level` (V' = its nodes), computing `wanted` ⊆ V'.
     fn call(&mut self, level: usize, wanted: &[NodeId]) {
-        if self.schedule.len() > self.limit {
+        if self.schedule.len() > self.limit || self.out_of_time {
+            return;
+        }
+        if self.deadline.expired() {
+            self.out_of_time = true;
             return;
         }
         let needed = self.needed(level, wanted);

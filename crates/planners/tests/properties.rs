@@ -9,7 +9,7 @@ use remat_planners::pathwidth::SpinedDecomposition;
 use remat_planners::polish::polish;
 use remat_planners::treedec::{EliminationHeuristic, SeparatorHierarchy, TreeDecomposition};
 use remat_planners::treewidth::tw_schedule;
-use remat_planners::{PlanRequest, Planner, PlannerOptions, STRATEGIES};
+use remat_planners::{Deadline, PlanRequest, Planner, PlannerOptions, STRATEGIES};
 
 /// Every strategy that solves no MILP: the ILP and auto have their own, smaller property tests
 /// in `ilp.rs`.
@@ -105,12 +105,12 @@ proptest! {
             let mut td = TreeDecomposition::from_elimination(&g, heuristic);
             td.compress();
             let hierarchy = SeparatorHierarchy::new(&td, g.len(), &rank);
-            let schedule = tw_schedule(&g, &hierarchy, &rank, &order, stop, usize::MAX).unwrap();
+            let schedule = tw_schedule(&g, &hierarchy, &rank, &order, stop, usize::MAX, Deadline::NONE).unwrap();
             prop_assert!(simulate(&g, &schedule).is_ok(), "TWRemat({}) with {}: {:?}", stop, heuristic.name(), simulate(&g, &schedule));
-            let everything = tw_schedule(&g, &hierarchy, &rank, &order, td.len() + 1, usize::MAX).unwrap();
+            let everything = tw_schedule(&g, &hierarchy, &rank, &order, td.len() + 1, usize::MAX, Deadline::NONE).unwrap();
             prop_assert_eq!(&everything, &order);
             if !schedule.is_empty() {
-                prop_assert!(tw_schedule(&g, &hierarchy, &rank, &order, stop, schedule.len() - 1).is_none());
+                prop_assert!(tw_schedule(&g, &hierarchy, &rank, &order, stop, schedule.len() - 1, Deadline::NONE).is_none());
             }
         }
     }
@@ -248,7 +248,7 @@ proptest! {
     fn pw_remat_schedules_are_valid_for_every_stop(seed in any::<u64>(), ops in 1usize..40, stop in 1usize..12) {
         let g = RandomDag { ops, impure_percent: 0, ..RandomDag::default() }.generate(seed);
         let problem = SpinedDecomposition::new(&g, &g.topological_schedule());
-        let schedule = problem.schedule(&g, stop, usize::MAX).expect("no limit");
+        let schedule = problem.schedule(&g, stop, usize::MAX, Deadline::NONE).expect("no limit");
         let mut position = vec![usize::MAX; g.len()];
         for (i, v) in problem.spine.order.iter().enumerate() {
             position[v.index()] = i;
@@ -263,7 +263,7 @@ proptest! {
         }
         prop_assert_eq!(computed.iter().filter(|&&c| c).count(), g.op_count());
         prop_assert!(simulate(&g, &schedule).is_ok());
-        let once = problem.schedule(&g, problem.bags.len() + 1, usize::MAX).unwrap();
+        let once = problem.schedule(&g, problem.bags.len() + 1, usize::MAX, Deadline::NONE).unwrap();
         prop_assert_eq!(once.len(), g.op_count());
     }
 }

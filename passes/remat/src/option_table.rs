@@ -134,6 +134,17 @@ pub const OPTIONS: &[OptionSpec] = &[
         strategies: &[],
     },
     OptionSpec {
+        name: "time-limit",
+        flag: Flag::Value("time-limit"),
+        kind: OptionKind::Seconds,
+        value_name: "SECONDS",
+        default: "50",
+        automatic: "",
+        help: "Wall-clock limit of planning, the search for the smallest budget included: every strategy \
+               stops at it with its best plan so far (stop reason time-limit), or the input order",
+        strategies: &[],
+    },
+    OptionSpec {
         name: "tw-stop",
         flag: Flag::Value("tw-stop"),
         kind: OptionKind::Count { min: 1, noun: "bags" },

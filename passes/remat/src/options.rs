@@ -125,6 +125,7 @@ impl RematOptions {
                 let word = parsed.choice()?.expect("fusion has a default");
                 self.fusion = FusionMode::ALL.into_iter().find(|m| m.name() == word).expect("declared choices");
             }
+            "time-limit" => planner.time_limit = parsed.real()?,
             "tw-stop" => planner.tw_stop = parsed.count()?,
             "pw-stop" => planner.pw_stop = parsed.count()?,
             "td-heuristic" => {

@@ -45,7 +45,7 @@
 use super::dp;
 use super::model::{Chain, ChainOp, Loss, Stage};
 use crate::step::{stored_bytes, ForwardPart};
-use crate::{InvalidRequest, PlanDetails, PlanError, PlanRequest, Planner, StrategyFacts};
+use crate::{Deadline, InvalidRequest, PlanDetails, PlanError, PlanRequest, Planner, StopReason, StrategyFacts};
 use remat_graph::{simulate, simulate_with_transfers, Graph, NodeId, Schedule, Transfer};
 
 /// The most stages the chain view keeps (the DP is cubic in L).
@@ -426,15 +426,17 @@ pub(crate) struct DpSearch<T> {
 /// all, and above it the measured peak need not follow the DP's budget. The plan at `total`
 /// when it fits; else the smallest DP budget `solvable` accepts, then the largest above it
 /// whose plan `fits`, each bisected until the interval is within `resolution(its top)`.
-/// `None` when not even the smallest solvable DP budget gives a plan that fits.
+/// `None` when not even the smallest solvable DP budget gives a plan that fits. Once
+/// `deadline` passes, each bisection stops where it is (the plan is then the best so far).
 pub(crate) fn search_dp_budget<T>(
     total: u64,
+    deadline: Deadline,
     resolution: impl Fn(u64) -> u64,
     solvable: impl Fn(u64) -> bool,
     run: impl Fn(u64) -> Option<T>,
     fits: impl Fn(&T) -> bool,
 ) -> Option<DpSearch<T>> {
-    let open = |low: u64, high: u64| low + 1 < high && high - low > resolution(high);
+    let open = |low: u64, high: u64| low + 1 < high && high - low > resolution(high) && !deadline.expired();
     if let Some(plan) = run(total).filter(&fits) {
         return Some(DpSearch { floor: total, largest: total, plan });
     }
@@ -487,6 +489,7 @@ impl ChainRemat {
         budget: u64,
         beta: Option<f64>,
         mem_slots: Option<usize>,
+        deadline: Deadline,
     ) -> Option<LoweredPlan> {
         let run = |dp_budget: u64| -> Option<LoweredPlan> {
             let plan = match beta {
@@ -503,7 +506,7 @@ impl ChainRemat {
         };
         let fits = |p: &LoweredPlan| p.simulation.peak_bytes <= budget;
         let total = view.chain.total_bytes().max(budget);
-        search_dp_budget(total, |_| 1, solvable, run, fits).map(|found| found.plan)
+        search_dp_budget(total, deadline, |_| 1, solvable, run, fits).map(|found| found.plan)
     }
 }
 
@@ -527,9 +530,11 @@ impl Planner for ChainRemat {
         let budget =
             request.budget.or_else(|| crate::smallest_feasible_budget(self, graph, request.order, request.options));
         let Some(budget) = budget else { return Ok(request.no_plan()) };
-        let remat_only = Self::plan_at(&view, graph, budget, None, options.mem_slots);
-        let offloading =
-            options.beta().and_then(|beta| Self::plan_at(&view, graph, budget, Some(beta), options.mem_slots));
+        let deadline = request.options.deadline;
+        let remat_only = Self::plan_at(&view, graph, budget, None, options.mem_slots, deadline);
+        let offloading = options
+            .beta()
+            .and_then(|beta| Self::plan_at(&view, graph, budget, Some(beta), options.mem_slots, deadline));
         // With a link, the offloading plan when it fits (the DP's makespan already weighs its
         // transfers against recomputation), else rematerialization only.
         let remat_makespan = remat_only.as_ref().map_or(f64::NAN, |p| p.makespan);
@@ -543,7 +548,12 @@ impl Planner for ChainRemat {
             offload,
             ops: chosen.ops.iter().map(ToString::to_string).collect(),
         };
-        Ok((chosen.schedule, PlanDetails { transfers: chosen.transfers, ..PlanDetails::default() }.with_facts(stats)))
+        let details = PlanDetails {
+            transfers: chosen.transfers,
+            stop: request.stop_unless_out_of_time(StopReason::Completed),
+            ..PlanDetails::default()
+        };
+        Ok((chosen.schedule, details.with_facts(stats)))
     }
 }
 
