@@ -42,6 +42,12 @@ echo "$lit_out"
 lit_passed=$(echo "$lit_out" | grep -Eo 'Passed *: *[0-9]+' | grep -Eo '[0-9]+' || echo 0)
 lit_failed=$(echo "$lit_out" | grep -Eo 'Failed *: *[0-9]+' | grep -Eo '[0-9]+' || echo 0)
 
+echo "== fuzz smoke run (60 s, tools/fuzz/mutate.py)"
+fuzz_rc=0
+python3 tools/fuzz/mutate.py --smoke --binary "$target/debug/remat-opt" --time-limit 5 \
+  --crashes "$target/fuzz-crashes" || fuzz_rc=$?
+
 echo "rust: ${rust_passed} passed; lit: ${lit_passed} passed, ${lit_failed} failed"
 echo "$((rust_passed + lit_passed)) passed, ${lit_failed} failed"
+[ "$fuzz_rc" -eq 0 ] || { echo "fuzz smoke run failed (inputs saved under $target/fuzz-crashes)"; exit 1; }
 exit "$lit_rc"

@@ -8,7 +8,8 @@ splices; JSON and DTR-log specific value edits) and runs remat-opt on it with a 
 budget and options — sometimes as a mutated `--pass-pipeline` string or with mutated option
 values — under `--time-limit`.
 
-A run fails the fuzzer if it panics (exit 101), dies by a signal, runs past its time limit plus
+A run fails the fuzzer if it panics (exit 101), dies by a signal or reports one caught by its
+last-resort handler ("remat-opt crashed (SIG…)"), runs past its time limit plus
 5 s (plus import, bounded by --import-allowance), exits with anything but 0 or 1, or leaves an
 output file behind after a non-zero exit. Failing inputs are saved under --crashes with the
 command line beside them.
@@ -35,7 +36,8 @@ TOKENS = [b"tensor<?xf32>", b"tensor<4x4xf32>", b"tensor<*xf32>", b"%0", b"%arg0
           b"\"stablehlo.while\"", b"-1", b"1e308", b"NaN", b"null", b"[]", b"\"\"", b"true"]
 
 STRATEGIES = ["none", "greedy", "treewidth", "pathwidth", "acg", "dtr", "chain", "hierarchical", "ilp", "auto"]
-BUDGETS = ["50%", "70%", "90%", "1KiB", "0", "100%", "20%", "0%", "1e3", "-5", "999999999999GiB", "abc"]
+BUDGETS = ["50%", "70%", "90%", "1KiB", "0", "100%", "20%", "40%", "60%", "30%", "80%", "0%", "1e3", "-5",
+           "999999999999GiB", "abc"]
 
 # Option names (pass option and flag spelling) and values to draw from, bad ones included.
 OPTION_VALUES = {
@@ -137,7 +139,7 @@ def mutate(data: bytes, kind: str, rng: random.Random) -> bytes:
     return mutate_text(data, rng)
 
 
-def options(rng: random.Random, time_limit: float) -> list:
+def options(rng: random.Random, time_limit: float, kind: str = "mlir") -> list:
     """A random remat-opt option list: strategy, budget, emit, a few pass options (some as a
     mutated --pass-pipeline string), always under --time-limit."""
     strategy = rng.choice(STRATEGIES)
@@ -146,23 +148,29 @@ def options(rng: random.Random, time_limit: float) -> list:
     if rng.random() < 0.7:
         pairs.append(("budget", rng.choice(BUDGETS)))
     for name in rng.sample(sorted(OPTION_VALUES), rng.randint(0, 3)):
-        value = rng.choice(OPTION_VALUES[name])
-        if rng.random() < 0.1:
+        # Mostly valid values (the first ones listed), so that most runs reach the planner.
+        values = OPTION_VALUES[name]
+        value = rng.choice(values if rng.random() < 0.3 else values[: max(1, len(values) - 1)])
+        if rng.random() < 0.05:
             value = mutate_text(value.encode(), rng).decode(errors="replace")
-        pairs.append((name, value))
-    # The ILP and auto get their own limits within the run's.
-    pairs += [("ilp-time-limit", "%g" % min(time_limit, 5)), ("auto-time-limit", "%g" % time_limit)]
+        pairs.append((name, value.replace("\0", "")))
+    # The ILP and auto get their own limits within the run's (unless drawn above).
+    for name, value in [("ilp-time-limit", "%g" % min(time_limit, 5)), ("auto-time-limit", "%g" % time_limit)]:
+        if all(k != name for k, _ in pairs):
+            pairs.append((name, value))
     if rng.random() < 0.15:
         inner = " ".join(["strategy=" + strategy] + [f"{k}={v}" for k, v in pairs] + ["time-limit=%g" % time_limit])
         pipeline = f"builtin.module(func.func(remat{{{inner}}}))"
         if rng.random() < 0.3:
-            pipeline = mutate_text(pipeline.encode(), rng).decode(errors="replace")
+            pipeline = mutate_text(pipeline.encode(), rng).decode(errors="replace").replace("\0", "")
         args.append("--pass-pipeline=" + pipeline)
     else:
         args.append("--remat=" + strategy)
         args += [f"--{k}={v}" for k, v in pairs if k != "polish"]
-    if rng.random() < 0.25:
-        args.append("--emit=" + rng.choice(["graph-json", "schedule-json", "mlir", "ptx"]))
+    # Graph JSON and DTR logs have no IR to rewrite: mostly ask for a schedule.
+    if rng.random() < (0.9 if kind != "mlir" else 0.25):
+        emits = ["graph-json", "schedule-json", "schedule-json", "mlir"] + (["ptx"] if rng.random() < 0.2 else [])
+        args.append("--emit=" + rng.choice(emits))
     if rng.random() < 0.1:
         args.append("--split-input-file")
     if rng.random() < 0.1:
@@ -215,14 +223,15 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         while time.time() < deadline:
             text, kind, ext = rng.choice(corpus)
-            data = mutate(text, kind, rng)
+            # A third of the runs fuzz only the options, on an intact input.
+            data = text if rng.random() < 0.33 else mutate(text, kind, rng)
             inp = os.path.join(tmp, "input" + ext)
             out = os.path.join(tmp, "out.txt")
             with open(inp, "wb") as f:
                 f.write(data)
             if os.path.exists(out):
                 os.remove(out)
-            cmd = [args.binary, inp, "-o", out] + options(rng, args.time_limit)
+            cmd = [args.binary, inp, "-o", out] + options(rng, args.time_limit, kind)
             limit = args.time_limit + 5 + args.import_allowance
             t0 = time.time()
             try:
@@ -234,7 +243,11 @@ def main() -> int:
             runs += 1
             per_kind[kind] += 1
             outcomes[rc] = outcomes.get(rc, 0) + 1
-            bad = rc not in (0, 1) or (rc == 1 and os.path.exists(out))
+            # Exit 2 is a command-line usage error (clap's), a fine answer to a mutated option.
+            usage = rc == 2 and b"Usage:" in p.stderr
+            # A fatal signal caught by remat-opt's last-resort handler exits 1, but is a crash.
+            caught = p is not None and b"remat-opt crashed (" in p.stderr
+            bad = (rc not in (0, 1) and not usage) or (rc != 0 and os.path.exists(out)) or caught
             if bad:
                 failures += 1
                 path = os.path.join(args.crashes, f"crash-{failures}{ext}")

@@ -81,6 +81,63 @@ impl Default for RematContext {
     }
 }
 
+/// The deepest nesting of brackets (`(`, `[`, `{`, `<`) [`RematContext::parse`] hands to MLIR's
+/// parser. It recurses once per level (attributes, types, regions), and on MLIR 22 a few
+/// thousand levels overflow an 8 MiB stack — `mlir-opt` itself dies by SIGSEGV, remat-opt
+/// aborted — where real steps nest a dozen levels at most (a rank-8 dense constant in a region
+/// of a region).
+pub const MAX_NESTING: usize = 256;
+
+/// The line and column (1-based) where `text`'s brackets first nest deeper than
+/// [`MAX_NESTING`], outside string literals and `//` comments; `->` is an arrow, not a
+/// closing bracket. A `>` of a comparison (`>=` in an integer set) closes a level that was
+/// never opened: depth never goes below zero, so that only undercounts.
+fn too_deep(text: &str) -> Option<(usize, usize)> {
+    let (mut depth, mut line, mut column) = (0usize, 1usize, 0usize);
+    let mut chars = text.chars().peekable();
+    let mut previous = '\0';
+    while let Some(c) = chars.next() {
+        column += 1;
+        match c {
+            '\n' => (line, column) = (line + 1, 0),
+            '"' => {
+                // A string literal, with backslash escapes.
+                while let Some(s) = chars.next() {
+                    column += 1;
+                    match s {
+                        '\\' => {
+                            chars.next();
+                            column += 1;
+                        }
+                        '"' => break,
+                        '\n' => (line, column) = (line + 1, 0),
+                        _ => {}
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'/') => {
+                for s in chars.by_ref() {
+                    if s == '\n' {
+                        (line, column) = (line + 1, 0);
+                        break;
+                    }
+                }
+            }
+            '(' | '[' | '{' | '<' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Some((line, column));
+                }
+            }
+            '>' if previous == '-' => {}
+            ')' | ']' | '}' | '>' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        previous = c;
+    }
+    None
+}
+
 impl RematContext {
     /// Creates the context.
     pub fn new() -> Self {
@@ -122,6 +179,15 @@ impl RematContext {
             return Err(vec![MlirError {
                 location: Some(format!("{source_name}:1:1")),
                 message: "input contains a NUL byte".into(),
+            }]);
+        }
+        if let Some((line, column)) = too_deep(text) {
+            return Err(vec![MlirError {
+                location: Some(format!("{source_name}:{line}:{column}")),
+                message: format!(
+                    "brackets nest deeper than {MAX_NESTING} levels here; MLIR's recursive-descent parser \
+                     would overflow its stack"
+                ),
             }]);
         }
         self.take_diagnostics();
@@ -215,5 +281,36 @@ pub unsafe fn import_operation(
         other => {
             Err(import::error_at(op, format!("the remat pass runs on func.func or builtin.module, not '{other}'")))
         }
+    }
+}
+
+#[cfg(test)]
+mod nesting_tests {
+    use super::{too_deep, MAX_NESTING};
+
+    fn nested(open: &str, close: &str, depth: usize) -> String {
+        format!("x = {}{}", open.repeat(depth), close.repeat(depth))
+    }
+
+    #[test]
+    fn nesting_up_to_the_limit_passes_and_one_more_is_located() {
+        for (open, close) in [("[", "]"), ("(", ")"), ("{", "}"), ("tensor<", ">")] {
+            assert_eq!(too_deep(&nested(open, close, MAX_NESTING)), None, "{open}");
+            let text = nested(open, close, MAX_NESTING + 1);
+            let column = 4 + open.len() * (MAX_NESTING + 1);
+            assert_eq!(too_deep(&format!("\n{text}")), Some((2, column)), "{open}");
+        }
+    }
+
+    #[test]
+    fn strings_comments_and_arrows_do_not_nest() {
+        let deep = "[".repeat(MAX_NESTING + 1);
+        assert_eq!(too_deep(&format!("\"{deep}\" // {deep}\n")), None);
+        assert_eq!(too_deep(&format!("\"a\\\"{deep}\"")), None, "an escaped quote does not end the string");
+        // Each level of `<(d0) -> (d0)>` opens and closes: the arrow's `>` closes nothing.
+        let maps = "affine_map<(d0) -> (d0)> ".repeat(10 * MAX_NESTING);
+        assert_eq!(too_deep(&maps), None);
+        let arrows = format!("{}{}", "<(a) -> (b)".repeat(MAX_NESTING + 1), ">".repeat(MAX_NESTING + 1));
+        assert!(too_deep(&arrows).is_some());
     }
 }

@@ -6,6 +6,8 @@
 //! succeeded (atomically for `-o` and every other file), so a failure never leaves a partial
 //! file.
 
+mod crash;
+
 use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
 use remat_graph::json;
 use remat_graph::{Graph, NodeId};
@@ -137,6 +139,7 @@ fn error(location: &str, message: impl std::fmt::Display) -> Failure {
 }
 
 fn main() -> ExitCode {
+    crash::install();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("REMAT_LOG"))
         .with_writer(std::io::stderr)
@@ -251,6 +254,7 @@ fn lower_and_emit(
     module: &mut melior::ir::Module,
 ) -> Result<Vec<u8>, Failure> {
     let target = lowering_target(cli)?;
+    crash::stage("lowering the module");
     let mut signature = None;
     if let Some(target) = &target {
         if cli.emit == Emit::Library {
@@ -490,9 +494,11 @@ fn process(
     let context = RematContext::new();
     // Pad so that diagnostics in a split part point at lines of the whole file.
     let padded = format!("{}{text}", "\n".repeat(line_offset));
+    crash::stage("parsing and verifying the input");
     let mut module =
         context.parse(&padded, source_name).map_err(|ds| Failure(ds.iter().map(ToString::to_string).collect()))?;
     if let Some(pipeline) = &cli.pass_pipeline {
+        crash::stage("running the pass pipeline");
         remat_pass::register_remat_pass();
         remat_lower::register_lowering_passes();
         let manager = melior::pass::PassManager::new(context.context());
@@ -511,6 +517,7 @@ fn process(
         let output = lower_and_emit(cli, options.function.as_deref(), &context, &mut module)?;
         return Ok(Processed { output, report: None, sweep: None });
     }
+    crash::stage("importing the function");
     let imported = remat_mlir::import(&module, options.function.as_deref(), &options.import_options())?;
     for warning in &imported.warnings {
         match &warning.location {
@@ -525,7 +532,9 @@ fn process(
         return run_sweep(request, options, &imported.name, &imported.graph, &imported.order)
             .map_err(|e| error(&location, e));
     }
+    crash::stage("fusing and planning");
     let planned = plan_function(imported, options).map_err(|e| error(&location, e))?;
+    crash::stage("rewriting the module");
     let out = match cli.emit {
         Emit::GraphJson => graph_json(&planned.imported.graph, &planned.imported.name).into_bytes(),
         Emit::ScheduleJson => json::write_schedule(
@@ -624,6 +633,7 @@ fn process_graph_json(
             "a graph JSON or DTR log input has no IR to rewrite; use --emit=schedule-json or --emit=graph-json",
         ));
     }
+    crash::stage("planning");
     let (plan, report) =
         remat_pass::plan_graph(&function, &graph, &order, options).map_err(|e| error(source_name, e))?;
     let out = if matches!(cli.emit, Emit::GraphJson) {
