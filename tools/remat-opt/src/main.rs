@@ -7,8 +7,10 @@
 //! file.
 
 mod crash;
+mod progress;
 
 use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
+use progress::Progress;
 use remat_graph::json;
 use remat_graph::{Graph, NodeId};
 use remat_mlir::{MlirError, RematContext};
@@ -533,7 +535,12 @@ fn process(
             .map_err(|e| error(&location, e));
     }
     crash::stage("fusing and planning");
+    let progress = Progress::start(
+        format!("planning {} with {}", imported.name, options.strategy),
+        Some(options.planner.time_limit),
+    );
     let planned = plan_function(imported, options).map_err(|e| error(&location, e))?;
+    drop(progress);
     crash::stage("rewriting the module");
     let out = match cli.emit {
         Emit::GraphJson => graph_json(&planned.imported.graph, &planned.imported.name).into_bytes(),
@@ -581,8 +588,10 @@ fn run_sweep(
     graph: &Graph,
     order: &[NodeId],
 ) -> Result<Processed, String> {
+    let progress = Progress::start(format!("sweeping {function}"), None);
     let table = sweep::sweep(graph, order, &request.percents, &request.strategies, &options.planner)
         .map_err(|e| e.to_string())?;
+    drop(progress);
     Ok(Processed {
         output: table.to_table(function, false).into_bytes(),
         report: None,
@@ -634,8 +643,11 @@ fn process_graph_json(
         ));
     }
     crash::stage("planning");
+    let progress =
+        Progress::start(format!("planning {function} with {}", options.strategy), Some(options.planner.time_limit));
     let (plan, report) =
         remat_pass::plan_graph(&function, &graph, &order, options).map_err(|e| error(source_name, e))?;
+    drop(progress);
     let out = if matches!(cli.emit, Emit::GraphJson) {
         graph_json(&graph, &function).into_bytes()
     } else {
