@@ -51,7 +51,8 @@
 use crate::division::{immediate_dominators, meet, Division, DivisionTree, TwoTerminalDag};
 use crate::step::{stored_bytes, ForwardPart};
 use crate::{
-    plan_among, smallest_budget_among, Candidates, PlanDetails, PlanError, PlanRequest, Planner, PlannerOptions,
+    plan_among, smallest_budget_among, Candidates, Deadline, PlanDetails, PlanError, PlanRequest, Planner,
+    PlannerOptions,
 };
 use remat_graph::{Graph, NodeId, Schedule};
 
@@ -100,7 +101,7 @@ fn candidates(request: &PlanRequest<'_>) -> Result<Candidates, PlanError> {
                 break;
             }
             let solver = problem.solver(keep_multi_input);
-            let sweep = solver.sweep();
+            let sweep = solver.sweep_until(deadline);
             tracing::debug!(
                 keep_multi_input,
                 vertices = forward.nodes.len(),
@@ -108,9 +109,11 @@ fn candidates(request: &PlanRequest<'_>) -> Result<Candidates, PlanError> {
                 objective = sweep.best().objective,
                 "acg sweep"
             );
-            for point in sweep.candidates(CANDIDATES_PER_SWEEP) {
-                if deadline.expired() {
-                    break;
+            // Past the deadline, only the sweep's best point is planned (one tree walk).
+            let points = if deadline.expired() { vec![sweep.best()] } else { sweep.candidates(CANDIDATES_PER_SWEEP) };
+            for point in points {
+                if deadline.expired() && point != sweep.best() {
+                    continue;
                 }
                 let plan = solver.plan_at(point.max_term);
                 candidates.schedules.push(problem.schedule(graph, request.order, &plan));
@@ -568,6 +571,13 @@ impl<'t> Solver<'t> {
 
     /// Algorithm 5's loop over max terms with Algorithm 1's skipping rule.
     pub fn sweep(&self) -> Sweep {
+        self.sweep_until(Deadline::NONE)
+    }
+
+    /// [`sweep`](Self::sweep), stopped once `deadline` passes with the points solved by then
+    /// (at least one). Each point solves the whole division tree, and a forward part of 10^5
+    /// vertices has about as many points.
+    pub fn sweep_until(&self, deadline: Deadline) -> Sweep {
         let mut points: Vec<SweepPoint> = Vec::new();
         let mut best = 0;
         let mut max_term = BLOCKED - 1;
@@ -590,7 +600,7 @@ impl<'t> Solver<'t> {
                 best = points.len();
             }
             points.push(point);
-            if largest == 0 || stored >= points[best].objective {
+            if largest == 0 || stored >= points[best].objective || deadline.expired() {
                 break;
             }
             max_term = largest - 1;

@@ -301,7 +301,13 @@ pub(crate) fn choose_candidate(
     budget: Option<u64>,
     options: &PlannerOptions,
 ) -> Result<Schedule, PlanError> {
-    choose_measured(graph, strategy, &measure_candidates(graph, strategy, candidates)?, budget, options)
+    choose_measured(
+        graph,
+        strategy,
+        &measure_candidates(graph, strategy, candidates, options.deadline)?,
+        budget,
+        options,
+    )
 }
 
 /// A knob search's candidate schedules (one per knob setting), and whether the deadline cut
@@ -328,18 +334,29 @@ pub(crate) fn plan_among(
         return Ok((order, details));
     }
     let schedule = choose_candidate(request.graph, strategy, candidates.schedules, request.budget, request.options)?;
-    let stop = if candidates.out_of_time { StopReason::TimeLimit { gap: None } } else { StopReason::Completed };
+    // The choice itself (measuring and polishing the candidates) also stops at the deadline.
+    let stop = if candidates.out_of_time {
+        StopReason::TimeLimit { gap: None }
+    } else {
+        request.stop_unless_out_of_time(StopReason::Completed)
+    };
     Ok((schedule, PlanDetails::stopped(stop)))
 }
 
-/// Each candidate with its raw peak.
+/// Each candidate with its raw peak; once `deadline` passes, only those measured by then (at
+/// least one): a TWRemat(k) candidate can hold millions of steps, and simulating a few dozen
+/// of them takes seconds.
 fn measure_candidates(
     graph: &Graph,
     strategy: &'static str,
     candidates: Vec<Schedule>,
+    deadline: Deadline,
 ) -> Result<Vec<(u64, Schedule)>, PlanError> {
     let mut measured = Vec::with_capacity(candidates.len());
     for schedule in candidates {
+        if !measured.is_empty() && deadline.expired() {
+            break;
+        }
         let sim = simulate(graph, &schedule).map_err(|error| PlanError::InvalidSchedule { strategy, error })?;
         measured.push((sim.peak_bytes, schedule));
     }
@@ -362,6 +379,9 @@ fn choose_measured(
     });
     let mut best: Option<((u64, f64), &Schedule)> = None;
     for (_, raw) in contenders {
+        if best.is_some() && options.deadline.expired() {
+            break;
+        }
         let sim = simulate(graph, &finish(graph, raw.clone(), budget, options)).map_err(invalid)?;
         let key = (sim.peak_bytes, sim.cost);
         if best.as_ref().is_none_or(|(b, _)| compare_plans(key, *b, budget).is_lt()) {
@@ -382,7 +402,7 @@ pub(crate) fn smallest_budget_among(
     candidates: fn(&PlanRequest<'_>) -> Result<Candidates, PlanError>,
 ) -> Option<u64> {
     let request = PlanRequest { graph, order, budget: None, options };
-    let measured = measure_candidates(graph, strategy, candidates(&request).ok()?.schedules).ok()?;
+    let measured = measure_candidates(graph, strategy, candidates(&request).ok()?.schedules, options.deadline).ok()?;
     bisect_budget(graph, order, options.deadline, |budget| {
         choose_measured(graph, strategy, &measured, Some(budget), options)
             .ok()

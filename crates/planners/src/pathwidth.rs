@@ -31,7 +31,7 @@
 //! of `u`'s interval nearest the middle of the decomposition (the paper allows any).
 
 use crate::deadline::DeadlineProbe;
-use crate::pathdec::{add_spine, greedy_ordering, hamiltonian_path, PathDecomposition, Spine};
+use crate::pathdec::{add_spine, greedy_ordering_until, hamiltonian_path, ordering_width, PathDecomposition, Spine};
 use crate::{
     plan_among, smallest_budget_among, Candidates, Deadline, PlanDetails, PlanError, PlanRequest, Planner,
     PlannerOptions,
@@ -80,7 +80,17 @@ fn candidates(request: &PlanRequest<'_>) -> Result<Candidates, PlanError> {
         candidates.out_of_time = true;
         return Ok(candidates);
     }
-    let problem = SpinedDecomposition::new(graph, request.order);
+    let problem = match SpinedDecomposition::new_until(graph, request.order, deadline) {
+        Ok(problem) => problem,
+        Err(Unbuilt::OutOfTime) => {
+            candidates.out_of_time = true;
+            return Ok(candidates);
+        }
+        Err(Unbuilt::TooWide { width }) => {
+            tracing::debug!(width, "pathwidth: no decomposition, its bags would not fit in memory");
+            return Ok(candidates);
+        }
+    };
     tracing::debug!(
         width = problem.width,
         bags = problem.bags.len(),
@@ -105,6 +115,23 @@ fn candidates(request: &PlanRequest<'_>) -> Result<Candidates, PlanError> {
     Ok(candidates)
 }
 
+/// Most node entries the bags of a path decomposition may hold (n × (width + 1)): 2^26, a
+/// quarter of a gigabyte. PWRemat's schedules grow exponentially with the width, so a graph
+/// this wide would be abandoned at the length limit anyway.
+pub const MAX_BAG_ENTRIES: usize = 1 << 26;
+
+/// Why [`SpinedDecomposition::new_until`] built nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unbuilt {
+    /// The deadline passed during the greedy ordering.
+    OutOfTime,
+    /// Both orderings' bags would hold more than [`MAX_BAG_ENTRIES`]; the narrower's width.
+    TooWide {
+        /// The narrower ordering's width.
+        width: usize,
+    },
+}
+
 /// A graph with a long spine and a path decomposition of graph + spine, in spine indices.
 pub struct SpinedDecomposition {
     /// The spine (and the edges added for it).
@@ -122,23 +149,45 @@ pub struct SpinedDecomposition {
 impl SpinedDecomposition {
     /// Decomposes `graph` (the narrower of the greedy and the `base` ordering's vertex
     /// separation decompositions), then adds a spine unless the graph has a Hamiltonian path.
+    /// Panics when the bags would hold more than [`MAX_BAG_ENTRIES`] (graphs of thousands of
+    /// nodes with a wide ordering); [`new_until`](Self::new_until) says so instead.
     pub fn new(graph: &Graph, base: &[NodeId]) -> Self {
-        let mut decomposition = [greedy_ordering(graph, base), base.to_vec()]
+        match Self::new_until(graph, base, Deadline::NONE) {
+            Ok(problem) => problem,
+            Err(unbuilt) => panic!("no path decomposition: {unbuilt:?}"),
+        }
+    }
+
+    /// [`new`](Self::new), or why it was not built: the deadline passed during the greedy
+    /// ordering, or both orderings are too wide to hold their bags.
+    pub fn new_until(graph: &Graph, base: &[NodeId], deadline: Deadline) -> Result<Self, Unbuilt> {
+        let greedy = greedy_ordering_until(graph, base, deadline).ok_or(Unbuilt::OutOfTime)?;
+        // Only the narrower ordering's bags are built (both on a tie, which the compressed
+        // length breaks), and none when even those would hold more than MAX_BAG_ENTRIES.
+        let orderings = [greedy, base.to_vec()];
+        let widths = orderings.each_ref().map(|o| ordering_width(graph, o));
+        let narrowest = widths[0].min(widths[1]);
+        if (narrowest + 1).saturating_mul(base.len()) > MAX_BAG_ENTRIES {
+            return Err(Unbuilt::TooWide { width: narrowest });
+        }
+        let mut decomposition = orderings
             .iter()
-            .map(|ordering| {
+            .zip(widths)
+            .filter(|&(_, width)| width == narrowest)
+            .map(|(ordering, _)| {
                 let mut pd = PathDecomposition::from_ordering(graph, ordering);
                 pd.compress();
                 pd
             })
             .min_by_key(|pd| (pd.width(), pd.len()))
-            .expect("two candidates");
+            .expect("the narrowest ordering");
         debug_assert_eq!(decomposition.validate(graph, &[]), Ok(()));
         let spine = match hamiltonian_path(graph) {
             Some(order) => Spine { order, added: Vec::new(), stretched_left: 0 },
             None => add_spine(graph, &mut decomposition),
         };
         debug_assert_eq!(decomposition.validate(graph, &spine.added), Ok(()));
-        Self::with_spine(graph, &decomposition, spine)
+        Ok(Self::with_spine(graph, &decomposition, spine))
     }
 
     /// The decomposition in spine indices; `decomposition` must be valid for graph + spine.

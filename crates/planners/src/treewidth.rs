@@ -29,7 +29,6 @@
 //! (`choose_candidate` in the crate root).
 //! `--tw-stop` and `--td-heuristic` fix either.
 
-use crate::deadline::DeadlineProbe;
 use crate::pathwidth::LENGTH_LIMIT_PER_NODE;
 use crate::treedec::{EliminationHeuristic, SeparatorHierarchy, TreeDecomposition};
 use crate::{
@@ -137,7 +136,7 @@ pub fn tw_schedule(
         schedule: Vec::new(),
         stamp: vec![0; graph.len()],
         calls: 0,
-        deadline: deadline.probe(),
+        deadline,
         out_of_time: false,
     };
     run.call(0, &wanted);
@@ -161,7 +160,8 @@ struct Recursion<'a> {
     /// `stamp[v] == calls` marks `v` as needed by the current call.
     stamp: Vec<u64>,
     calls: u64,
-    deadline: DeadlineProbe,
+    /// Read at every call: a call walks up to the whole graph, so the clock is cheap beside it.
+    deadline: Deadline,
     out_of_time: bool,
 }
 
