@@ -240,12 +240,15 @@ impl Planner for IlpRemat {
 /// Most variables of a model the exact MILP builds: HiGHS's branch and bound on more does not
 /// finish on 2 cores in any useful time, and LP rounding is the method for those.
 pub const MAX_MILP_COLUMNS: usize = 1_000_000;
-/// Most variables of any model (the LP relaxation of LP rounding): beyond this the model and
-/// HiGHS's copy of it take gigabytes (Checkmate's R, S and U are stages × nodes each).
-pub const MAX_LP_COLUMNS: usize = 4_000_000;
+/// Most variables of any model (the LP relaxation of LP rounding): Checkmate's model of a
+/// 19k-op step (4.0 M variables, 7.7 M rows) took 9.9 GB, and HiGHS ran 25 s past its time
+/// limit in presolve; at this bound about 4 GB, and such relaxations are not solved within
+/// a minute on 2 cores anyway (the ILP then returns its best warm start).
+pub const MAX_LP_COLUMNS: usize = 1_500_000;
 
-/// Why the request's model would be too large to build, before anything is built: an upper
-/// bound on its variables (R, S and U, each at most stages × nodes) over the method's limit.
+/// Why the request's model would be too large to build, before anything is built: a bound on
+/// its variables (R, S and U, each about stages × nodes, and the memory rows' helpers; 4 per
+/// stage and node covers the 3.5 measured) over the method's limit.
 fn oversized(request: &PlanRequest<'_>) -> Option<NoPlanCause> {
     let n = request.order.len();
     let options = &request.options.ilp;
@@ -255,7 +258,7 @@ fn oversized(request: &PlanRequest<'_>) -> Option<NoPlanCause> {
         StageOrder::Free => options.stages.unwrap_or(n).max(1),
         StageOrder::Fixed => n.div_ceil(if n <= ONE_NODE_STAGES { 1 } else { n.div_ceil(MAX_FIXED_STAGES) }),
     };
-    let columns = stages.saturating_mul(n).saturating_mul(3);
+    let columns = stages.saturating_mul(n).saturating_mul(4);
     let method = match order {
         StageOrder::Free => SolveMethod::Milp,
         StageOrder::Fixed => {
@@ -401,6 +404,12 @@ impl<'r> Solve<'r> {
         let verbose = tracing::enabled!(target: "remat_planners::ilp", tracing::Level::DEBUG)
             || std::env::var_os("REMAT_HIGHS_LOG").is_some();
         Solve { request, problem, deadline, started, heuristics, verbose }
+    }
+
+    /// The solver's time limit in seconds: `--ilp-time-limit`, or less within the request's
+    /// deadline.
+    fn time_limit(&self) -> f64 {
+        self.deadline.saturating_duration_since(self.started).as_secs_f64()
     }
 
     fn remaining(&self) -> f64 {
@@ -596,7 +605,7 @@ impl<'r> Solve<'r> {
     ) -> Result<(Schedule, Certificate), PlanError> {
         // Sorted best first under the budget: the first is within it when any is.
         let Some(h) = self.heuristics.first() else {
-            let why = NoPlanCause::TimeLimitWithinBudget(self.request.options.ilp.time_limit);
+            let why = NoPlanCause::TimeLimitWithinBudget(self.time_limit());
             return Err(PlanError::NoPlan { strategy: "ilp", why });
         };
         let scale = self.problem.cost_scale;
@@ -627,7 +636,7 @@ impl<'r> Solve<'r> {
             // Out of time with no schedule: the lowest heuristic plan, nothing proven.
             let lowest = self.heuristics.iter().min_by(|a, b| compare_plans((a.peak, a.cost), (b.peak, b.cost), None));
             let Some(h) = lowest else {
-                let why = NoPlanCause::TimeLimit(self.request.options.ilp.time_limit);
+                let why = NoPlanCause::TimeLimit(self.time_limit());
                 return Err(PlanError::NoPlan { strategy: "ilp", why });
             };
             tracing::warn!("ilp: the solver found no schedule in its time limit; returning {}'s plan", h.name);
@@ -679,12 +688,12 @@ impl<'r> Solve<'r> {
         lp: &model::Solved,
     ) -> Result<(Schedule, Certificate), PlanError> {
         let Some(h) = self.heuristics.first() else {
-            let why = NoPlanCause::RelaxationTimeLimit(self.request.options.ilp.time_limit);
+            let why = NoPlanCause::RelaxationTimeLimit(self.time_limit());
             return Err(PlanError::NoPlan { strategy: "ilp", why });
         };
         tracing::warn!(
             "ilp: the LP relaxation was not solved in its time limit ({:.0} s); returning {}'s plan, with no bound proven",
-            self.request.options.ilp.time_limit,
+            self.time_limit(),
             h.name
         );
         Ok((h.schedule.clone(), h.fallback_certificate(f, f64::NAN, f64::NAN, None, lp.seconds)))
@@ -733,5 +742,33 @@ impl<'r> Solve<'r> {
                 solve_seconds: lp.seconds,
             },
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use remat_graph::training::Transformer;
+
+    #[test]
+    fn a_model_too_large_for_memory_is_refused_before_it_is_built() {
+        // 4 × 60 stages × ~9.3k ops: above MAX_LP_COLUMNS, so nothing is built or solved.
+        let graph = Transformer::new(250).generate();
+        let order = graph.topological_schedule();
+        let budget = simulate(&graph, &order).unwrap().peak_bytes / 2;
+        let options = crate::PlannerOptions::default();
+        let request = PlanRequest { graph: &graph, order: &order, budget: Some(budget), options: &options };
+        match IlpRemat.plan_detailed(&request) {
+            Err(PlanError::NoPlan { why: NoPlanCause::ModelTooLarge { columns, limit, alternative }, .. }) => {
+                assert!(columns > limit && limit == MAX_LP_COLUMNS, "{columns} {limit}");
+                assert!(alternative.contains("hierarchical"));
+            }
+            other => panic!("expected the model to be refused, got {:?}", other.map(|(s, _)| s.len())),
+        }
+        // The same graph at a budget its input order meets needs no model at all.
+        let generous = PlanRequest { budget: Some(budget * 2), ..request };
+        let (schedule, details) = IlpRemat.plan_detailed(&generous).unwrap();
+        assert_eq!(schedule, order);
+        assert_eq!(details.stop, StopReason::Optimal);
     }
 }
