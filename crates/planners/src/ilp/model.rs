@@ -107,7 +107,9 @@ impl Model {
     }
 
     /// Solves with HiGHS. `relax` drops integrality (the LP relaxation); `initial` is a
-    /// feasible point to start from (a MIP warm start).
+    /// feasible point to start from (a MIP warm start). `time_limit` counts from the call:
+    /// handing the model to HiGHS (seconds for millions of rows) is part of it, and when
+    /// nothing is left for the solver it is not started ([`Outcome::NoSolution`]).
     pub fn solve(
         &self,
         relax: bool,
@@ -150,7 +152,19 @@ impl Model {
         } else {
             model.make_quiet();
         }
-        model.set_option("time_limit", time_limit.max(0.01));
+        let left = time_limit - started.elapsed().as_secs_f64();
+        if left <= 0.0 {
+            let seconds = started.elapsed().as_secs_f64();
+            let nothing = f64::NAN;
+            return Ok(Solved {
+                outcome: Outcome::NoSolution,
+                objective: nothing,
+                dual_bound: nothing,
+                values: Vec::new(),
+                seconds,
+            });
+        }
+        model.set_option("time_limit", left);
         model.set_option("mip_rel_gap", mip_gap.max(0.0));
         model.set_option("random_seed", 0);
         model.set_option("threads", 1);
