@@ -641,6 +641,10 @@ impl Planner for HierarchicalRemat {
             return Ok((request.order.to_vec(), PlanDetails::default()));
         }
         let deadline = request.options.deadline;
+        // Cutting the step into blocks takes seconds on 10^5 nodes: not begun past the deadline.
+        if deadline.expired() {
+            return Ok(request.no_plan());
+        }
         let blocks = Blocks::of(graph, request.order, deadline);
         let budget =
             request.budget.or_else(|| crate::smallest_feasible_budget(self, graph, request.order, request.options));

@@ -524,6 +524,11 @@ impl Planner for ChainRemat {
         request.order_positions()?;
         let graph = request.graph;
         let options = &request.options.chain;
+        // The chain view takes seconds on 10^5 nodes: not begun past the deadline (a
+        // bisection's probes after it, for one).
+        if request.options.deadline.expired() {
+            return Ok(request.no_plan());
+        }
         let view = ChainView::of(graph, request.order);
         simulate(graph, request.order).map_err(InvalidRequest::from)?;
         // Without a budget, least memory: the smallest budget the chain plan meets (bisected).
