@@ -65,7 +65,7 @@ pub struct PlannerOptions {
 }
 
 /// The default `--time-limit`, in seconds: every planner stops within a minute on steps of
-/// 10^5 ops (docs/benchmarks.md, "Planning time").
+/// 10^5 ops (docs/bench/README.md, "Time limits on steps of 10^5 nodes").
 pub const DEFAULT_TIME_LIMIT: f64 = 50.0;
 
 impl Default for PlannerOptions {
@@ -473,7 +473,7 @@ impl Infeasible {
                 s.push_str(&format!("; the smallest budget '{}' meets is {} ({b} bytes)", self.strategy, Bytes(b)))
             }
             (Some(b), Some(limit)) => s.push_str(&format!(
-                "; the time limit of {limit} s ran out; the smallest budget '{}' was found to meet is {} ({b} bytes)",
+                "; the time limit of {limit} s ran out before the search for the smallest budget ended: '{}' meets {} ({b} bytes)",
                 self.strategy,
                 Bytes(b)
             )),
