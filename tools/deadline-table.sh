@@ -9,8 +9,8 @@
 #   defaults: 50 (the default --time-limit) "greedy treewidth pathwidth acg dtr chain
 #   hierarchical ilp auto"
 # Graphs, each at one budget: resnet-like (4 stages of 1390 blocks, 100,102 nodes),
-# transformer-like (2300 layers, 98,910 nodes) and VGG-like (4 stages of 4160 layers, 99,858
-# nodes) at 50 % of their input order's peak; random layered DAGs with long edges (1,000 ops,
+# transformer-like (2300 layers, 98,910 nodes), VGG-like (4 stages of 4160 layers, 99,858
+# nodes) and a plain MLP (depth 16,667, 100,004 nodes) at 50 % of their input order's peak; random layered DAGs with long edges (1,000 ops,
 # seeds 0-2) at 90 %, where greedy still plans (docs/bench/README.md).
 # Needs release builds: cargo build --release -p remat-opt -p remat-bench
 set -euo pipefail
@@ -26,7 +26,7 @@ export_graph() {  # NAME ARCHITECTURE STAGES
 echo "| graph | nodes | budget | strategy | seconds | stop | answer |"
 echo "|---|---:|---:|---|---:|---|---|"
 for spec in "resnet resnet 1390,1390,1390,1390 50%" "transformer transformer 2300 50%" \
-            "vgg vgg 4160,4160,4160,4160 50%" "layered-0 layered-dag 1000,0 90%" \
+            "vgg vgg 4160,4160,4160,4160 50%" "ffn ffn 16667 50%" "layered-0 layered-dag 1000,0 90%" \
             "layered-1 layered-dag 1000,1 90%" "layered-2 layered-dag 1000,2 90%"; do
   set -- $spec
   budget=$4

@@ -4,7 +4,7 @@
 
 use crate::read_graph;
 use remat_graph::random::RandomLayeredDag;
-use remat_graph::training::{Architecture, ConvNet, Transformer};
+use remat_graph::training::{Architecture, ConvNet, FeedForward, Transformer};
 use remat_graph::{simulate, Graph};
 use remat_planners::ilp::SolveStatus;
 use remat_planners::{measure_plan, strategy, PlannerOptions};
@@ -23,13 +23,17 @@ pub fn export(architecture: &str, stages: &[usize], output: &Path) -> Result<(),
             let layers = stages.first().copied().unwrap_or(1);
             (Transformer::new(layers).generate(), format!("transformer{layers}"))
         }
+        "ffn" => {
+            let depth = stages.first().copied().unwrap_or(1);
+            (FeedForward::mlp(depth).generate(), format!("ffn{depth}"))
+        }
         "layered-dag" => {
             let ops = stages.first().copied().unwrap_or(1000);
             let seed = stages.get(1).copied().unwrap_or(0) as u64;
             (RandomLayeredDag::new(ops).generate(seed), format!("layered-dag{ops}-seed{seed}"))
         }
         other => {
-            return Err(format!("unknown architecture '{other}' (available: vgg, resnet, transformer, layered-dag)"))
+            return Err(format!("unknown architecture '{other}' (available: vgg, resnet, transformer, ffn, layered-dag)"))
         }
     };
     let text = remat_graph::json::write_graph(

@@ -11,7 +11,7 @@
 //!   Eqn. 1 objective, simulated peak and overhead (Feng & Huang Table 1). A GRAPH is a graph
 //!   JSON file or a generated network's name (`vgg16`, `resnet34`, `densenet121`, …).
 //! * `reforward-time`: ACG solver time vs forward vertices on generated networks (Table 2).
-//! * `export-graph vgg|resnet|transformer|layered-dag`: a generated step or random layered DAG
+//! * `export-graph vgg|resnet|transformer|ffn|layered-dag`: a generated step or random layered DAG
 //!   as Checkmate/Moccasin node-link JSON.
 //! * `ilp GRAPH…`: the ILP's cost, status, proven gap and time beside every heuristic's cost
 //!   at a list of budgets.
@@ -94,13 +94,13 @@ enum Command {
         #[arg(long)]
         svg: Option<PathBuf>,
     },
-    /// A generated VGG-, ResNet- or transformer-like training step, or a random layered DAG
-    /// with long edges, as node-link graph JSON.
+    /// A generated VGG-, ResNet-, transformer-like or feed-forward training step, or a random
+    /// layered DAG with long edges, as node-link graph JSON.
     ExportGraph {
-        /// `vgg`, `resnet`, `transformer` or `layered-dag`.
+        /// `vgg`, `resnet`, `transformer`, `ffn` or `layered-dag`.
         architecture: String,
         /// Layers (VGG) or blocks (ResNet) per stage; for `transformer`, the number of layers;
-        /// for `layered-dag`, the number of ops and the seed.
+        /// for `ffn`, the depth; for `layered-dag`, the number of ops and the seed.
         #[arg(long, value_delimiter = ',', default_value = "1,1")]
         stages: Vec<usize>,
         #[arg(short = 'o')]
