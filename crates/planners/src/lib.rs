@@ -343,52 +343,72 @@ pub(crate) fn plan_among(
     Ok((schedule, PlanDetails::stopped(stop)))
 }
 
-/// Each candidate with its raw peak; once `deadline` passes, only those measured by then (at
-/// least one): a TWRemat(k) candidate can hold millions of steps, and simulating a few dozen
-/// of them takes seconds.
+/// A candidate measured: its raw peak and cost, and the schedule.
+type Measured = (u64, f64, Schedule);
+
+/// Each candidate with its raw peak and cost, in the order given; once `deadline` passes, only
+/// those measured by then (at least one): a TWRemat(k) candidate can hold millions of steps,
+/// and simulating a few dozen of them takes seconds. Shorter schedules (fewer recomputations)
+/// are measured first, so what a cut leaves is the cheap end.
 fn measure_candidates(
     graph: &Graph,
     strategy: &'static str,
     candidates: Vec<Schedule>,
     deadline: Deadline,
-) -> Result<Vec<(u64, Schedule)>, PlanError> {
-    let mut measured = Vec::with_capacity(candidates.len());
-    for schedule in candidates {
-        if !measured.is_empty() && deadline.expired() {
+) -> Result<Vec<Measured>, PlanError> {
+    let mut by_length: Vec<usize> = (0..candidates.len()).collect();
+    by_length.sort_by_key(|&i| candidates[i].len());
+    let mut pending: Vec<Option<Schedule>> = candidates.into_iter().map(Some).collect();
+    let mut measured: Vec<Option<Measured>> = vec![None; pending.len()];
+    for (done, i) in by_length.into_iter().enumerate() {
+        if done > 0 && deadline.expired() {
             break;
         }
+        let schedule = pending[i].take().expect("each candidate once");
         let sim = simulate(graph, &schedule).map_err(|error| PlanError::InvalidSchedule { strategy, error })?;
-        measured.push((sim.peak_bytes, schedule));
+        measured[i] = Some((sim.peak_bytes, sim.cost, schedule));
     }
-    Ok(measured)
+    Ok(measured.into_iter().flatten().collect())
 }
 
 /// [`choose_candidate`] over candidates already measured.
 fn choose_measured(
     graph: &Graph,
     strategy: &'static str,
-    measured: &[(u64, Schedule)],
+    measured: &[Measured],
     budget: Option<u64>,
     options: &PlannerOptions,
 ) -> Result<Schedule, PlanError> {
     let invalid = |error| PlanError::InvalidSchedule { strategy, error };
     let Some(lowest) = measured.iter().map(|m| m.0).min() else { return Ok(Vec::new()) };
-    let contenders = measured.iter().filter(|m| match budget {
-        Some(b) if lowest <= b => m.0 <= b,
-        _ => m.0 == lowest,
-    });
-    let mut best: Option<((u64, f64), &Schedule)> = None;
-    for (_, raw) in contenders {
-        if best.is_some() && options.deadline.expired() {
+    let mut contenders: Vec<(usize, &Measured)> = measured
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| match budget {
+            Some(b) if lowest <= b => m.0 <= b,
+            _ => m.0 == lowest,
+        })
+        .collect();
+    // Polished cheapest raw cost first, so a deadline cuts the dear end; ties between
+    // polished plans still go to the earlier candidate, as without a cut.
+    contenders.sort_by(|a, b| a.1 .1.total_cmp(&b.1 .1).then(a.0.cmp(&b.0)));
+    let mut best: Option<((u64, f64), usize, &Schedule)> = None;
+    for (done, (index, (_, _, raw))) in contenders.into_iter().enumerate() {
+        if done > 0 && options.deadline.expired() {
             break;
         }
         let sim = simulate(graph, &finish(graph, raw.clone(), budget, options)).map_err(invalid)?;
         let key = (sim.peak_bytes, sim.cost);
-        if best.as_ref().is_none_or(|(b, _)| compare_plans(key, *b, budget).is_lt()) {
-            best = Some((key, raw));
+        let better = |(b, i, _): &((u64, f64), usize, &Schedule)| match compare_plans(key, *b, budget) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Equal => index < *i,
+            std::cmp::Ordering::Greater => false,
+        };
+        if best.as_ref().is_none_or(better) {
+            best = Some((key, index, raw));
         }
     }
-    Ok(best.map(|(_, s)| s.clone()).unwrap_or_default())
+    Ok(best.map(|(_, _, s)| s.clone()).unwrap_or_default())
 }
 
 /// [`smallest_feasible_budget`] for a strategy that picks among budget-independent

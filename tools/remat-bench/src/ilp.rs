@@ -33,7 +33,9 @@ pub fn export(architecture: &str, stages: &[usize], output: &Path) -> Result<(),
             (RandomLayeredDag::new(ops).generate(seed), format!("layered-dag{ops}-seed{seed}"))
         }
         other => {
-            return Err(format!("unknown architecture '{other}' (available: vgg, resnet, transformer, ffn, layered-dag)"))
+            return Err(format!(
+                "unknown architecture '{other}' (available: vgg, resnet, transformer, ffn, layered-dag)"
+            ))
         }
     };
     let text = remat_graph::json::write_graph(
