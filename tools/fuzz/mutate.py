@@ -219,7 +219,8 @@ def main() -> int:
     runs = failures = 0
     outcomes = {}
     per_kind = {k: 0 for k in kinds}
-    slowest = 0.0
+    slowest, slowest_cmd = 0.0, ""
+
     with tempfile.TemporaryDirectory() as tmp:
         while time.time() < deadline:
             text, kind, ext = rng.choice(corpus)
@@ -239,7 +240,8 @@ def main() -> int:
                 rc = p.returncode
             except subprocess.TimeoutExpired:
                 rc, p = "timeout", None
-            slowest = max(slowest, time.time() - t0)
+            if time.time() - t0 > slowest:
+                slowest, slowest_cmd = time.time() - t0, shlex.join([os.path.basename(cmd[0]), ext] + cmd[4:])
             runs += 1
             per_kind[kind] += 1
             outcomes[rc] = outcomes.get(rc, 0) + 1
@@ -260,7 +262,7 @@ def main() -> int:
     elapsed = time.time() - started
     print(f"fuzz: {runs} runs in {elapsed:.0f} s ({runs / elapsed:.2f} runs/s), corpus {len(corpus)} seeds "
           f"{kinds}, runs per kind {per_kind}, exit codes {dict(sorted(outcomes.items(), key=str))}, "
-          f"slowest run {slowest:.1f} s, {failures} failures")
+          f"slowest run {slowest:.1f} s ({slowest_cmd}), {failures} failures")
     if runs == 0:
         return 2
     return 1 if failures else 0
