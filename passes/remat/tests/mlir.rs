@@ -171,8 +171,10 @@ fn example_reports() {
             ("pathwidth", ""),
             ("acg", ""),
         ] {
-            let options =
-                RematOptions::from_pairs([("strategy", strategy), ("budget", budget), ("fusion", fusion)]).unwrap();
+            // No time limit a slow (debug, shared) machine could reach: snapshots must not depend
+            // on the machine's speed.
+            let pairs = [("strategy", strategy), ("budget", budget), ("fusion", fusion), ("time-limit", "3600")];
+            let options = RematOptions::from_pairs(pairs).unwrap();
             let (report, _) = plan_example(&context, name, &options);
             let budget_name = if budget.is_empty() { "unbounded".to_string() } else { budget.replace('%', "pct") };
             let fused = if fusion == "none" { "" } else { "fused-" };
