@@ -404,12 +404,19 @@ fn line(label: &str, value: String) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// This crate's directory as cargo gives it to the running test, not as it was when the test
+    /// was compiled: a build cache reused from a checkout elsewhere (CI's fresh clone) keeps test
+    /// binaries whose compile-time path no longer exists.
+    fn manifest_dir() -> String {
+        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string())
+    }
+
     use super::*;
 
     /// The documented schema is this version's.
     #[test]
     fn the_schema_file_is_this_version() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/report.schema.json");
+        let path = std::path::Path::new(&manifest_dir()).join("../../docs/report.schema.json");
         let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         assert_eq!(schema["properties"]["schema_version"]["const"], json!(REPORT_SCHEMA_VERSION));
         let reasons = schema["$defs"]["stop"]["properties"]["reason"]["enum"].as_array().unwrap().clone();
