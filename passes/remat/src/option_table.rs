@@ -140,8 +140,9 @@ pub const OPTIONS: &[OptionSpec] = &[
         value_name: "SECONDS",
         default: "50",
         automatic: "",
-        help: "Wall-clock limit of planning, the search for the smallest budget included: every strategy \
-               stops at it with its best plan so far (stop reason time-limit), or the input order",
+        help: "Wall-clock limit of planning a function, the search for the smallest budget included (remat-opt \
+               counts it from reading the input): every strategy stops at it with its best plan so far (stop \
+               reason time-limit), or the input order",
         strategies: &[],
     },
     OptionSpec {

@@ -490,6 +490,13 @@ fn process(
     source_name: &str,
     line_offset: usize,
 ) -> Result<Processed, Failure> {
+    // --time-limit counts from here: reading and importing the input (fusion rounds, unrolling)
+    // come out of it, planning gets what remains. A sweep gives each plan its own.
+    let mut timed = options.clone();
+    if sweep.is_none() {
+        timed.planner.deadline = remat_planners::Deadline::after(options.planner.time_limit);
+    }
+    let options = &timed;
     if looks_like_json(text) {
         return process_graph_json(cli, options, sweep, text, source_name, line_offset);
     }
