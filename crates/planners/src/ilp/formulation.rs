@@ -206,6 +206,7 @@ pub(crate) struct Formulation<'p> {
 
 impl<'p> Formulation<'p> {
     pub fn build(problem: &'p Problem, stages: Stages, goal: Goal) -> Self {
+        let started = std::time::Instant::now();
         let n = problem.len();
         let t_count = stages.len();
         let mut model = Model::default();
@@ -237,6 +238,13 @@ impl<'p> Formulation<'p> {
         };
         f.add_schedule_rows();
         f.add_memory_rows();
+        tracing::debug!(
+            target: "remat_planners::ilp",
+            "built {} columns, {} rows in {:.2} s",
+            f.model.columns.len(),
+            f.model.rows.len(),
+            started.elapsed().as_secs_f64()
+        );
         f
     }
 

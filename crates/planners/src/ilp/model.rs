@@ -68,6 +68,16 @@ pub(crate) struct Solved {
     pub seconds: f64,
 }
 
+impl Solved {
+    /// No solve: out of time before HiGHS could start.
+    fn nothing(seconds: f64) -> Self {
+        Solved { outcome: Outcome::NoSolution, objective: f64::NAN, dual_bound: f64::NAN, values: Vec::new(), seconds }
+    }
+}
+
+/// Seconds a solve takes per nonzero beyond HiGHS's time limit (see [`Model::solve`]).
+const SECONDS_PER_NONZERO: f64 = 1.0e-6;
+
 /// Feasibility tolerance of [`Model::violation`], relative to the row's scale.
 const TOLERANCE: f64 = 1e-6;
 
@@ -119,6 +129,20 @@ impl Model {
         verbose: bool,
     ) -> Result<Solved, SolverError> {
         let started = std::time::Instant::now();
+        let nonzeros: usize = self.rows.iter().map(|r| r.terms.len()).sum();
+        // What a solve costs beyond HiGHS's own time limit grows with the model: the handoff
+        // through good_lp (about 0.2 µs a nonzero), and HiGHS's presolve and IPX, which check
+        // the clock seldom (up to about 0.8 µs a nonzero past the limit, measured on models of
+        // 10^5–10^7 nonzeros). Both come out of the limit, and a model that leaves HiGHS no
+        // time is not handed over at all: `time_limit` bounds the whole call.
+        let overhead = nonzeros as f64 * SECONDS_PER_NONZERO;
+        if time_limit - overhead <= 0.0 {
+            tracing::debug!(
+                target: "remat_planners::ilp",
+                "not solving a model of {nonzeros} nonzeros: it needs about {overhead:.2} s beyond the solver's own, {time_limit:.2} s left"
+            );
+            return Ok(Solved::nothing(started.elapsed().as_secs_f64()));
+        }
         let mut vars = ProblemVariables::new();
         let columns: Vec<Variable> = self
             .columns
@@ -152,17 +176,11 @@ impl Model {
         } else {
             model.make_quiet();
         }
-        let left = time_limit - started.elapsed().as_secs_f64();
+        let handoff = started.elapsed().as_secs_f64();
+        tracing::debug!(target: "remat_planners::ilp", "model of {nonzeros} nonzeros handed to HiGHS in {handoff:.2} s");
+        let left = time_limit - handoff - overhead;
         if left <= 0.0 {
-            let seconds = started.elapsed().as_secs_f64();
-            let nothing = f64::NAN;
-            return Ok(Solved {
-                outcome: Outcome::NoSolution,
-                objective: nothing,
-                dual_bound: nothing,
-                values: Vec::new(),
-                seconds,
-            });
+            return Ok(Solved::nothing(started.elapsed().as_secs_f64()));
         }
         model.set_option("time_limit", left);
         model.set_option("mip_rel_gap", mip_gap.max(0.0));
@@ -172,6 +190,7 @@ impl Model {
             model.set_solution(Some(x), None, None, None);
         }
         let solved = model.try_solve().map_err(|e| SolverError::Highs(format!("{e:?}")))?;
+        tracing::debug!(target: "remat_planners::ilp", "HiGHS returned after {:.2} s of {left:.2} s", started.elapsed().as_secs_f64());
         let status = solved.status();
         let seconds = started.elapsed().as_secs_f64();
         let has_point = solved.primal_solution_status() == highs::HighsSolutionStatus::Feasible;
@@ -227,6 +246,21 @@ mod tests {
         let lp = m.solve(true, 10.0, 0.0, None, false).unwrap();
         assert!((lp.objective - (-3.0 - 1.5 * 0.75)).abs() < 1e-6, "{}", lp.objective);
         assert!(m.violation(&[3.0, 1.0]).is_some());
+    }
+
+    /// A model whose handoff alone would outlast the time left is not handed to HiGHS.
+    #[test]
+    fn does_not_start_a_solve_it_cannot_finish_in_time() {
+        let mut m = Model::default();
+        let xs: Vec<usize> = (0..1000).map(|_| m.binary(1.0)).collect();
+        for pair in xs.windows(2) {
+            m.row(vec![(pair[0], 1.0), (pair[1], 1.0)], 1.0, f64::INFINITY);
+        }
+        let limit = 1998.0 * SECONDS_PER_NONZERO * 0.9;
+        let solved = m.solve(false, limit, 0.0, None, false).unwrap();
+        assert_eq!(solved.outcome, Outcome::NoSolution);
+        assert!(solved.values.is_empty());
+        assert_eq!(m.solve(false, 10.0, 0.0, None, false).unwrap().outcome, Outcome::Optimal);
     }
 
     #[test]
