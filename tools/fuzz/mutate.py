@@ -2,7 +2,9 @@
 """Mutation fuzzer for remat-opt: every input kind and the option strings.
 
 Seeds: every bundled example and lit input — MLIR modules (linalg and StableHLO), graph JSON
-(examples/graphs, lit-tests), DTR operator logs (examples/dtr-logs). Each run mutates one seed
+(examples/graphs, lit-tests), DTR operator logs (examples/dtr-logs) — and schedule JSON, made at
+start by planning the smallest of them (`--emit=schedule-json`) and read back with `--schedule`
+on its intact source. Each run picks an input kind (MLIR most often) and mutates one seed
 (byte flips, line deletion / duplication / swaps, truncation, dimension and type edits, token
 splices; JSON and DTR-log specific value edits) and runs remat-opt on it with a random strategy,
 budget and options — sometimes as a mutated `--pass-pipeline` string or with mutated option
@@ -180,6 +182,56 @@ def options(rng: random.Random, time_limit: float, kind: str = "mlir") -> list:
     return args
 
 
+# How often each input kind is fuzzed: (kinds, weights).
+KIND_WEIGHTS = (["mlir", "json", "dtr", "schedule"], [0.6, 0.12, 0.08, 0.2])
+
+
+def schedule_options(rng: random.Random, time_limit: float, kind: str) -> list:
+    """Options for applying a saved schedule: mostly none but a budget and an emit, sometimes
+    a strategy (which --schedule refuses) or an import option that changes the graph."""
+    args = ["--time-limit=%g" % time_limit]
+    if rng.random() < 0.6:
+        args.append("--budget=" + rng.choice(BUDGETS))
+    if rng.random() < 0.1:
+        args.append("--remat=" + rng.choice(STRATEGIES))
+    if rng.random() < 0.1:
+        args.append("--fusion=" + rng.choice(["none", "elementwise", "auto"]))
+    if kind != "mlir" or rng.random() < 0.3:
+        args.append("--emit=" + rng.choice(["schedule-json", "graph-json", "mlir"]))
+    if rng.random() < 0.2:
+        args.append("--report")
+    return args
+
+
+def schedule_seeds(binary: str, sources: list, rng: random.Random) -> list:
+    """Schedule JSON seeds: each source (MLIR, graph JSON, DTR log) planned by a few strategies
+    and saved with --emit=schedule-json, so that --schedule reads valid schedules of real graphs
+    before they are mutated."""
+    seeds = []
+    # The smallest sources of each kind, one plan each: making seeds must not eat the run.
+    chosen = []
+    for wanted, count in [("json", 4), ("dtr", 2), ("mlir", 8)]:
+        # Bundled examples are whole steps; many lit inputs are meant to fail.
+        of_kind = [p for p, k in sources if k == wanted and (k != "mlir" or "/examples/" in p)]
+        chosen += sorted(of_kind, key=os.path.getsize)[:count]
+    kind_of = dict(sources)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "schedule.json")
+        for path in chosen:
+            # No budget: each strategy's least-memory plan, which it always has.
+            strategy = rng.choice(["greedy", "chain", "treewidth", "none"])
+            cmd = [binary, path, "--remat=" + strategy, "--emit=schedule-json", "--time-limit=10", "-o", out]
+            try:
+                p = subprocess.run(cmd, capture_output=True, timeout=60)
+                if p.returncode != 0:
+                    print(f"fuzz: no schedule seed from {shlex.join(cmd)}: {p.stderr.decode(errors='replace')[-200:]}", file=sys.stderr)
+                else:
+                    seeds.append((open(out, "rb").read(), "schedule", path, kind_of[path]))
+            except subprocess.TimeoutExpired:
+                pass
+    return seeds
+
+
 def seed_files(root: str) -> list:
     found = []
     for pattern, kind in [("examples/*.mlir", "mlir"), ("lit-tests/**/*.mlir", "mlir"),
@@ -211,8 +263,16 @@ def main() -> int:
     if not all(kinds.values()):
         print(f"fuzz: missing seeds of some kind: {kinds}", file=sys.stderr)
         return 2
-    corpus = [(open(p, "rb").read(), kind, os.path.splitext(p)[1]) for p, kind in seeds]
     rng = random.Random(args.seed)
+    made = time.time()
+    corpus = [(open(p, "rb").read(), kind, p, kind) for p, kind in seeds]
+    corpus += schedule_seeds(args.binary, seeds, rng)
+    kinds["schedule"] = sum(1 for c in corpus if c[1] == "schedule")
+    by_kind = {k: [c for c in corpus if c[1] == k] for k in kinds}
+    print(f"fuzz: {len(corpus)} seeds {kinds} ready after {time.time() - made:.0f} s", file=sys.stderr)
+    if not kinds["schedule"]:
+        print("fuzz: no schedule JSON seeds could be made", file=sys.stderr)
+        return 2
     os.makedirs(args.crashes, exist_ok=True)
     started = time.time()
     deadline = started + args.seconds
@@ -223,16 +283,24 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         while time.time() < deadline:
-            text, kind, ext = rng.choice(corpus)
+            # The input kind first (MLIR most often), then a seed of it.
+            kind = rng.choices(KIND_WEIGHTS[0], KIND_WEIGHTS[1])[0]
+            text, kind, source, source_kind = rng.choice(by_kind[kind])
             # A third of the runs fuzz only the options, on an intact input.
-            data = text if rng.random() < 0.33 else mutate(text, kind, rng)
+            data = text if rng.random() < 0.33 else mutate(text, "json" if kind == "schedule" else kind, rng)
+            ext = ".json" if kind == "schedule" else os.path.splitext(source)[1]
             inp = os.path.join(tmp, "input" + ext)
             out = os.path.join(tmp, "out.txt")
             with open(inp, "wb") as f:
                 f.write(data)
             if os.path.exists(out):
                 os.remove(out)
-            cmd = [args.binary, inp, "-o", out] + options(rng, args.time_limit, kind)
+            if kind == "schedule":
+                # The source stays intact; the saved schedule is the fuzzed input.
+                cmd = [args.binary, source, "-o", out, "--schedule=" + inp]
+                cmd += schedule_options(rng, args.time_limit, source_kind)
+            else:
+                cmd = [args.binary, inp, "-o", out] + options(rng, args.time_limit, kind)
             limit = args.time_limit + 5 + args.import_allowance
             t0 = time.time()
             try:
@@ -241,7 +309,8 @@ def main() -> int:
             except subprocess.TimeoutExpired:
                 rc, p = "timeout", None
             if time.time() - t0 > slowest:
-                slowest, slowest_cmd = time.time() - t0, shlex.join([os.path.basename(cmd[0]), ext] + cmd[4:])
+                shown = [os.path.basename(c) if c in (cmd[0], source) else c for c in cmd if c not in ("-o", out)]
+                slowest, slowest_cmd = time.time() - t0, shlex.join(shown)
             runs += 1
             per_kind[kind] += 1
             outcomes[rc] = outcomes.get(rc, 0) + 1
@@ -256,9 +325,9 @@ def main() -> int:
                 with open(path, "wb") as f:
                     f.write(data)
                 with open(path + ".cmd", "w") as f:
-                    f.write(shlex.join(cmd[:1] + [path] + cmd[4:]) + "\n")
+                    f.write(shlex.join([c.replace(inp, path) for c in cmd if c not in ("-o", out)]) + "\n")
                 err = p.stderr.decode(errors="replace")[-400:] if p else ""
-                print(f"FAIL rc={rc} {shlex.join(cmd[4:])} saved {path}\n{err}", file=sys.stderr)
+                print(f"FAIL rc={rc} {shlex.join(cmd[1:])} saved {path}\n{err}", file=sys.stderr)
     elapsed = time.time() - started
     print(f"fuzz: {runs} runs in {elapsed:.0f} s ({runs / elapsed:.2f} runs/s), corpus {len(corpus)} seeds "
           f"{kinds}, runs per kind {per_kind}, exit codes {dict(sorted(outcomes.items(), key=str))}, "

@@ -203,6 +203,81 @@ pub fn write_schedule(function: &str, strategy: &str, steps: &[NodeId], transfer
     text
 }
 
+/// serde_json's error at its place, without the place repeated in the message.
+fn located(e: serde_json::Error) -> JsonError {
+    let message = e.to_string();
+    let message = match message.rfind(" at line ") {
+        Some(at) => message[..at].to_string(),
+        None => message,
+    };
+    JsonError { message, line_col: Some((e.line(), e.column())) }
+}
+
+/// A schedule read back from schedule JSON ([`write_schedule`]'s output).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SavedSchedule {
+    /// The function it was planned for.
+    pub function: String,
+    /// The strategy that planned it.
+    pub strategy: String,
+    /// Node numbers in execution order.
+    pub steps: Vec<NodeId>,
+    /// Host round trips, by step index.
+    pub transfers: Vec<crate::Transfer>,
+}
+
+/// Reads schedule JSON. Only its form is checked here; whether the steps are a schedule of a
+/// graph is [`crate::simulate_with_transfers`]'s question. Unknown fields are ignored.
+pub fn read_schedule(text: &str) -> Result<SavedSchedule, JsonError> {
+    let doc: Value = serde_json::from_str(text).map_err(located)?;
+    let Value::Object(doc) = doc else {
+        return Err(JsonError::new("a schedule must be a JSON object with 'function' and 'steps'"));
+    };
+    let text_field = |field: &str| match doc.get(field) {
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        None | Some(Value::Null) => Ok(None),
+        Some(_) => Err(JsonError::new(format!("'{field}' must be a string"))),
+    };
+    let function = text_field("function")?.ok_or_else(|| JsonError::new("the schedule has no 'function'"))?;
+    let strategy = text_field("strategy")?.unwrap_or_default();
+    let index = |value: &Value, what: &str| -> Result<usize, JsonError> {
+        value
+            .as_u64()
+            .and_then(|v| usize::try_from(v).ok())
+            .ok_or_else(|| JsonError::new(format!("{what} must be a non-negative integer, found {value}")))
+    };
+    let Some(Value::Array(steps)) = doc.get("steps") else {
+        return Err(JsonError::new("the schedule has no 'steps' array"));
+    };
+    let steps = steps
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let node = index(v, &format!("step {i}"))?;
+            u32::try_from(node).map(NodeId).map_err(|_| JsonError::new(format!("step {i}: node {v} is out of range")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let transfers = match doc.get("transfers") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(list)) => list
+            .iter()
+            .enumerate()
+            .map(|(i, t)| match t.as_array().map(Vec::as_slice) {
+                Some([a, b, c]) => Ok(crate::Transfer {
+                    instance: index(a, &format!("transfer {i}'s instance"))?,
+                    offload_after: index(b, &format!("transfer {i}'s offload step"))?,
+                    prefetch_before: index(c, &format!("transfer {i}'s prefetch step"))?,
+                }),
+                _ => Err(JsonError::new(format!(
+                    "transfer {i} must be [instance, offload_after, prefetch_before], found {t}"
+                ))),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => return Err(JsonError::new(format!("'transfers' must be an array, found {other}"))),
+    };
+    Ok(SavedSchedule { function, strategy, steps, transfers })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,6 +296,31 @@ mod tests {
         assert_eq!(g.node(NodeId(2)).name, "grad");
         assert!(g.node(NodeId(2)).output && !g.node(NodeId(1)).output);
         assert_eq!(g.preds(NodeId(2)), &[NodeId(1), NodeId(0)]);
+    }
+
+    #[test]
+    fn schedules_read_back_what_was_written() {
+        let transfers = [crate::Transfer { instance: 0, offload_after: 1, prefetch_before: 3 }];
+        let steps = [NodeId(1), NodeId(2), NodeId(1), NodeId(3)];
+        let saved = read_schedule(&write_schedule("main", "chain", &steps, &transfers)).unwrap();
+        assert_eq!(
+            saved,
+            SavedSchedule {
+                function: "main".into(),
+                strategy: "chain".into(),
+                steps: steps.to_vec(),
+                transfers: transfers.to_vec()
+            }
+        );
+        let err = |text: &str| read_schedule(text).unwrap_err().message;
+        assert_eq!(err(r#"{"steps": [1]}"#), "the schedule has no 'function'");
+        assert_eq!(err(r#"{"function": "f", "steps": [1, -2]}"#), "step 1 must be a non-negative integer, found -2");
+        assert_eq!(err(r#"{"function": "f", "steps": [99999999999]}"#), "step 0: node 99999999999 is out of range");
+        assert_eq!(
+            err(r#"{"function": "f", "steps": [1], "transfers": [[0, 1]]}"#),
+            "transfer 0 must be [instance, offload_after, prefetch_before], found [0,1]"
+        );
+        assert_eq!(read_schedule("{\n\"function\": ").unwrap_err().line_col, Some((2, 12)));
     }
 
     #[test]

@@ -474,6 +474,13 @@ pub struct Infeasible {
 impl Infeasible {
     fn describe(&self) -> String {
         use remat_graph::units::Bytes;
+        if self.strategy == GIVEN {
+            return format!(
+                "the given schedule peaks at {}, over the budget of {}",
+                Bytes(self.achieved),
+                Bytes(self.budget)
+            );
+        }
         let mut s = if self.budget < self.lower_bound {
             format!(
                 "budget {} is below {}, a lower bound on the peak of any schedule of this function",
@@ -547,6 +554,47 @@ pub fn measure_plan(
     }
     let simulation = simulate_with_transfers(graph, &schedule, &details.transfers).map_err(invalid)?;
     Ok(MeasuredPlan { schedule, simulation, raw, baseline, lower_bound: bound, plan_seconds, details })
+}
+
+/// The name plans applied by [`measure_given`] report as their strategy.
+pub const GIVEN: &str = "given";
+
+/// Measures a schedule made elsewhere (saved with `--emit=schedule-json` and given back with
+/// `--schedule`) as a plan: nothing is planned or polished, so the rewritten function runs
+/// exactly these steps and transfers. Over `budget` it is [`Infeasible`], naming its own peak
+/// as the smallest budget it meets.
+pub fn measure_given(
+    graph: &Graph,
+    order: &[NodeId],
+    schedule: Schedule,
+    transfers: Vec<remat_graph::Transfer>,
+    budget: Option<u64>,
+) -> Result<MeasuredPlan, PlanFailure> {
+    let baseline = simulate(graph, order).map_err(InvalidRequest::from).map_err(PlanError::from)?;
+    let simulation = simulate_with_transfers(graph, &schedule, &transfers).map_err(PlanError::InvalidGiven)?;
+    let lower_bound = lower_bound(graph);
+    if let Some(budget) = budget.filter(|&b| simulation.peak_bytes > b) {
+        let peak = simulation.peak_bytes;
+        let infeasible = Infeasible {
+            strategy: GIVEN,
+            budget,
+            achieved: peak,
+            lower_bound,
+            smallest_feasible: Some(peak),
+            out_of_time: None,
+        };
+        return Err(infeasible.into());
+    }
+    let details = PlanDetails { transfers, ..PlanDetails::default() };
+    Ok(MeasuredPlan {
+        schedule,
+        raw: simulation.clone(),
+        simulation,
+        baseline,
+        lower_bound,
+        plan_seconds: 0.0,
+        details,
+    })
 }
 
 /// The smallest budget to name in the infeasible diagnostic of `planner`, whose plan carried

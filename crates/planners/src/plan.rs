@@ -195,6 +195,9 @@ pub enum PlanError {
         /// Why it found none.
         why: NoPlanCause,
     },
+    /// A schedule given to [`crate::measure_given`] is not a schedule of the graph.
+    #[error("the given schedule is not a schedule of this function's graph: {0} (was it saved from this input, with the same --fusion and --unroll-limit?)")]
+    InvalidGiven(ScheduleError),
     /// `auto`: none of the strategies it ran produced a plan.
     #[error("auto: no strategy produced a plan ({})", describe_failures(.0))]
     NoStrategyPlanned(Vec<(&'static str, String)>),

@@ -6,7 +6,7 @@
 use proptest::prelude::*;
 use remat_graph::random::RandomDag;
 use remat_graph::{simulate, Graph, NodeId};
-use remat_planners::{measure_plan, Planner, PlannerOptions, STRATEGIES};
+use remat_planners::{measure_given, measure_plan, PlanFailure, Planner, PlannerOptions, STRATEGIES};
 use std::collections::BTreeSet;
 
 fn heuristics() -> impl Iterator<Item = &'static dyn Planner> {
@@ -86,5 +86,38 @@ proptest! {
                 prop_assert_eq!(first.details.stop, again.details.stop);
             }
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// A plan saved as schedule JSON and given back (`--schedule`) measures exactly as it was
+    /// planned; a budget under its peak is refused, naming that peak.
+    #[test]
+    fn a_saved_schedule_given_back_measures_as_planned(seed in any::<u64>(), ops in 2usize..40, percent in 30u64..=100) {
+        let graph = step(seed, ops);
+        let order = graph.topological_schedule();
+        let budget = simulate(&graph, &order).unwrap().peak_bytes * percent / 100;
+        let options = PlannerOptions::default();
+        let mut given = 0;
+        for planner in heuristics() {
+            let Ok(plan) = measure_plan(planner, &graph, &order, Some(budget), &options) else { continue };
+            let text = remat_graph::json::write_schedule("f", planner.name(), &plan.schedule, &plan.details.transfers);
+            let saved = remat_graph::json::read_schedule(&text).unwrap();
+            let again = measure_given(&graph, &order, saved.steps, saved.transfers, None).unwrap();
+            prop_assert_eq!(&again.schedule, &plan.schedule);
+            prop_assert_eq!(&again.simulation, &plan.simulation);
+            let peak = plan.simulation.peak_bytes;
+            if peak > 0 {
+                let refused = measure_given(&graph, &order, plan.schedule.clone(), Vec::new(), Some(peak - 1));
+                match refused {
+                    Err(PlanFailure::Infeasible(e)) => prop_assert_eq!(e.smallest_feasible, Some(peak)),
+                    other => prop_assert!(false, "{} under its peak: {:?}", planner.name(), other.map(|p| p.simulation.peak_bytes)),
+                }
+            }
+            given += 1;
+        }
+        prop_assert!(given >= 3, "only {given} strategies planned");
     }
 }

@@ -39,6 +39,9 @@ pub enum RematError {
     /// The planner failed or cannot meet the budget.
     #[error(transparent)]
     Plan(#[from] PlanFailure),
+    /// A schedule given with `--schedule` cannot be read or is for another function.
+    #[error("{0}")]
+    Schedule(String),
     /// Importing or rewriting the IR failed.
     #[error(transparent)]
     Mlir(#[from] MlirError),
@@ -65,11 +68,54 @@ pub fn plan_graph(
     order: &[remat_graph::NodeId],
     options: &RematOptions,
 ) -> Result<(MeasuredPlan, Report), RematError> {
+    if let Some(path) = &options.schedule {
+        return given_plan(function, graph, order, path, options);
+    }
     let planner = remat_planners::strategy(&options.strategy).ok_or_else(|| unknown_strategy(&options.strategy))?;
     let baseline_peak = remat_graph::simulate(graph, order)?.peak_bytes;
     let budget = options.budget.map(|b| b.resolve(baseline_peak));
     let plan = plan_within_budget(planner, graph, order, budget, &options.planner)?;
     let report = Report::new(function, planner.name(), graph, budget, &plan);
+    Ok((plan, report))
+}
+
+/// Reads the schedule JSON `path` for the `schedule` option, which takes no strategy.
+/// remat-opt calls it before importing its input, so a bad file fails at once.
+pub fn read_given_schedule(path: &str, options: &RematOptions) -> Result<remat_graph::json::SavedSchedule, RematError> {
+    let fail = |message: String| RematError::Schedule(message);
+    if options.strategy != "none" {
+        return Err(fail(format!(
+            "--schedule applies a saved plan; it cannot be combined with strategy '{}'",
+            options.strategy
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| fail(format!("cannot read schedule '{path}': {e}")))?;
+    remat_graph::json::read_schedule(&text).map_err(|e| match e.line_col {
+        Some((line, col)) => fail(format!("{path}:{line}:{col}: {}", e.message)),
+        None => fail(format!("{path}: {}", e.message)),
+    })
+}
+
+/// The plan `--schedule` names: read, checked against the graph, and measured
+/// ([`remat_planners::measure_given`]).
+fn given_plan(
+    function: &str,
+    graph: &remat_graph::Graph,
+    order: &[remat_graph::NodeId],
+    path: &str,
+    options: &RematOptions,
+) -> Result<(MeasuredPlan, Report), RematError> {
+    let saved = read_given_schedule(path, options)?;
+    if saved.function != function {
+        return Err(RematError::Schedule(format!(
+            "schedule '{path}' is for function '{}', not '{function}'",
+            saved.function
+        )));
+    }
+    let baseline_peak = remat_graph::simulate(graph, order)?.peak_bytes;
+    let budget = options.budget.map(|b| b.resolve(baseline_peak));
+    let plan = remat_planners::measure_given(graph, order, saved.steps, saved.transfers, budget)?;
+    let report = Report::new(function, remat_planners::GIVEN, graph, budget, &plan);
     Ok((plan, report))
 }
 

@@ -102,6 +102,18 @@ pub const OPTIONS: &[OptionSpec] = &[
         strategies: &[],
     },
     OptionSpec {
+        name: "schedule",
+        flag: Flag::Value("schedule"),
+        kind: OptionKind::Text,
+        value_name: "FILE",
+        default: "",
+        automatic: "the strategy plans",
+        help: "Apply a schedule saved by --emit=schedule-json (from the same input, with the same fusion and \
+               unroll options) instead of planning: it is checked against the function's graph, measured, held \
+               to the budget and rewritten step for step; it takes no strategy",
+        strategies: &[],
+    },
+    OptionSpec {
         name: "cost-model",
         flag: Flag::Value("cost-model"),
         kind: OptionKind::Choice { words: &["estimate", "unit"], noun: Some("cost model") },

@@ -56,6 +56,8 @@ pub struct RematOptions {
     pub budget: Option<Budget>,
     /// Function to plan when running on a module; `None` picks the public one.
     pub function: Option<String>,
+    /// A saved schedule (schedule JSON) to apply instead of planning.
+    pub schedule: Option<String>,
     /// Cost model.
     pub cost_model: CostModel,
     /// Loops with a static trip count up to this are unrolled before planning (0: none).
@@ -73,6 +75,7 @@ impl Default for RematOptions {
             strategy: String::new(),
             budget: None,
             function: None,
+            schedule: None,
             cost_model: CostModel::Estimate,
             unroll_limit: DEFAULT_UNROLL_LIMIT,
             fusion: FusionMode::default(),
@@ -114,6 +117,7 @@ impl RematOptions {
             }
             "budget" => self.budget = if value.is_empty() { None } else { Some(parse_budget(value)?) },
             "function" => self.function = (!value.is_empty()).then(|| value.to_string()),
+            "schedule" => self.schedule = (!value.is_empty()).then(|| value.to_string()),
             "cost-model" => {
                 self.cost_model = match parsed.choice()? {
                     Some("unit") => CostModel::Unit,

@@ -239,7 +239,7 @@ impl Report {
         let percent = |part: u64| self.percent_of_baseline(part);
         let budget = match self.budget_bytes {
             Some(b) => format!("{} ({})", Bytes(b), percent(b)),
-            None if self.strategy == "none" => "none".into(),
+            None if self.strategy == "none" || self.strategy == remat_planners::GIVEN => "none".into(),
             None => "none (least memory)".into(),
         };
         let mut s = String::new();

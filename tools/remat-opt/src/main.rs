@@ -312,6 +312,9 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     let text = read_input(&cli.input).map_err(|e| error(&source_name, e))?;
     let options = remat_options(cli).map_err(|e| Failure(vec![format!("error: {e}")]))?;
     let sweep = sweep_request(cli).map_err(|e| Failure(vec![format!("error: {e}")]))?;
+    if let Some(path) = &options.schedule {
+        remat_pass::read_given_schedule(path, &options).map_err(|e| Failure(vec![format!("error: {e}")]))?;
+    }
 
     let chunks: Vec<(usize, &str)> = if cli.split_input_file { split_input(&text) } else { vec![(0, text.as_str())] };
     let mut outputs = Vec::new();
@@ -386,6 +389,7 @@ fn sweep_request(cli: &Cli) -> Result<Option<SweepRequest>, String> {
     }
     let conflicts = [
         ("--budget", cli.given("budget")),
+        ("--schedule", cli.given("schedule")),
         ("--emit", cli.emit != Emit::Mlir),
         ("--lower", cli.lower.is_some()),
         ("--pass-pipeline", cli.pass_pipeline.is_some()),
