@@ -5,6 +5,7 @@
 //! translates. Inputs: linalg-on-tensors or StableHLO (generic op form; unregistered dialects
 //! are allowed, so MLIR 22 parses StableHLO without the dialect).
 
+pub mod crash;
 mod fuse;
 mod import;
 pub mod ir;

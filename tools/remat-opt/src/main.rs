@@ -6,14 +6,13 @@
 //! succeeded (atomically for `-o` and every other file), so a failure never leaves a partial
 //! file.
 
-mod crash;
 mod progress;
 
 use clap::{Arg, ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
 use progress::Progress;
 use remat_graph::json;
 use remat_graph::{Graph, NodeId};
-use remat_mlir::{MlirError, RematContext};
+use remat_mlir::{crash, MlirError, RematContext};
 use remat_pass::option_table::{described, Flag};
 use remat_pass::{plan_function, OptionSpec, RematOptions, Report, OPTIONS};
 use remat_planners::sweep::{self, SweepTable};
@@ -141,7 +140,7 @@ fn error(location: &str, message: impl std::fmt::Display) -> Failure {
 }
 
 fn main() -> ExitCode {
-    crash::install();
+    crash::install("remat-opt");
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("REMAT_LOG"))
         .with_writer(std::io::stderr)

@@ -10,7 +10,7 @@
 use clap::Parser;
 use remat_graph::random::SplitMix64;
 use remat_lower::{StepSignature, Target};
-use remat_mlir::RematContext;
+use remat_mlir::{crash, RematContext};
 use remat_runtime::{compare, npy, AllocationEvent, HostTensor, StepRun};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -62,6 +62,7 @@ fn fail(message: impl std::fmt::Display) -> Failure {
 }
 
 fn main() -> ExitCode {
+    crash::install("remat-run");
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("REMAT_LOG"))
         .with_writer(std::io::stderr)
@@ -99,6 +100,7 @@ fn measure(cli: &Cli, path: &Path, inputs: &mut Option<Vec<HostTensor>>) -> Resu
     let text =
         std::fs::read_to_string(path).map_err(|e| Failure(vec![format!("{name}: error: could not read: {e}")]))?;
     let context = RematContext::new();
+    crash::stage("parsing the step");
     let mut module = context.parse(&text, &name).map_err(|ds| Failure(ds.iter().map(ToString::to_string).collect()))?;
     let start = Instant::now();
     let lowered = !remat_mlir::ir::block_ops(module.body().to_raw())
@@ -119,12 +121,14 @@ fn measure(cli: &Cli, path: &Path, inputs: &mut Option<Vec<HostTensor>>) -> Resu
     let signature =
         remat_lower::signature(&module, &function).map_err(|e| Failure(vec![format!("{name}: error: {e}")]))?;
     if !lowered {
+        crash::stage("lowering the step");
         remat_lower::lower_to_llvm(&context, &mut module, &Target::Cpu).map_err(|ds| {
             let mut lines: Vec<String> = ds.iter().map(ToString::to_string).collect();
             lines.push(format!("{name}: error: lowering to the CPU failed"));
             Failure(lines)
         })?;
     }
+    crash::stage("compiling the step");
     let jit =
         remat_lower::Jit::new(&module, cli.opt_level).map_err(|e| Failure(vec![format!("{name}: error: {e}")]))?;
     let entry = jit.entry(&function).map_err(|e| Failure(vec![format!("{name}: error: {e}")]))?;
@@ -142,6 +146,7 @@ fn measure(cli: &Cli, path: &Path, inputs: &mut Option<Vec<HostTensor>>) -> Resu
     }
     // A step may write into its arguments: run on a copy so both steps see the same inputs.
     let mut copies = inputs.clone();
+    crash::stage("running the step");
     let run = unsafe { remat_runtime::call_step(entry, &mut copies, &signature.results, cli.trace_allocs) }
         .map_err(|e| Failure(vec![format!("{name}: error: {e}")]))?;
     drop(jit);

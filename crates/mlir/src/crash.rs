@@ -1,18 +1,20 @@
-//! The last line of defence against a crash in code remat-opt does not own (MLIR's parser,
-//! verifier and passes, LLVM): a fatal signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT) ends
-//! the run with exit 1 and an `error:` line naming the signal and the stage it hit, instead of
-//! a death by signal. Nothing is left behind: the output file is only renamed into place after
-//! everything succeeded. Known crashing inputs are rejected before they reach MLIR (too deep
-//! nesting: `remat_mlir::MAX_NESTING`); this catches the ones not known yet, and the fuzzer
-//! (tools/fuzz) counts its message as a failure.
+//! The tools' last line of defence against a crash in code they do not own (MLIR's parser,
+//! verifier and passes, LLVM, a compiled step): a fatal signal (SIGSEGV, SIGBUS, SIGILL,
+//! SIGFPE, SIGABRT) ends the run with exit 1 and an `error:` line naming the tool, the signal
+//! and the stage it hit, instead of a death by signal. remat-opt leaves nothing behind (its
+//! output file is only renamed into place after everything succeeded). Known crashing inputs
+//! are rejected before they reach MLIR (too deep nesting: [`crate::MAX_NESTING`]); this catches
+//! the ones not known yet, and the fuzzer (tools/fuzz) counts its message as a failure.
 //!
-//! The handler only reads two atomics and calls `write` and `_exit` (async-signal-safe), and
-//! runs on an alternate stack, so a stack overflow reaches it too.
+//! The handler only reads atomics and calls `write` and `_exit` (async-signal-safe), and runs
+//! on an alternate stack, so a stack overflow reaches it too.
 
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 static STAGE: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
 static STAGE_LEN: AtomicUsize = AtomicUsize::new(0);
+static TOOL: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+static TOOL_LEN: AtomicUsize = AtomicUsize::new(0);
 
 /// Names what the run is doing now, for the crash message. With `REMAT_CRASH_TEST` set to the
 /// stage's first word (`parsing`, `importing`, `planning`, …), raises SIGSEGV there: the lit
@@ -36,8 +38,10 @@ const SIGNALS: [(libc::c_int, &str); 5] = [
     (libc::SIGABRT, "SIGABRT"),
 ];
 
-/// Installs the handler (once, at the start of `main`).
-pub fn install() {
+/// Installs the handler for the tool named `tool` (once, at the start of `main`).
+pub fn install(tool: &'static str) {
+    TOOL.store(tool.as_ptr() as *mut u8, Ordering::SeqCst);
+    TOOL_LEN.store(tool.len(), Ordering::SeqCst);
     // An alternate stack for this thread; threads spawned by std get one of their own.
     const ALT_STACK: usize = 256 * 1024;
     let stack = Box::leak(vec![0u8; ALT_STACK].into_boxed_slice());
@@ -62,17 +66,26 @@ extern "C" fn on_fatal_signal(signal: libc::c_int) {
         // SAFETY: write(2) on stderr with a valid buffer.
         unsafe { libc::write(2, bytes.as_ptr().cast(), bytes.len()) };
     };
-    write(b"error: remat-opt crashed (");
+    let tool = |ptr: *mut u8, len: usize| {
+        // SAFETY: `install` and `stage` store a &'static str's pointer, then its length.
+        unsafe { std::slice::from_raw_parts(ptr, len) }
+    };
+    let (tool_ptr, tool_len) = (TOOL.load(Ordering::SeqCst), TOOL_LEN.load(Ordering::SeqCst));
+    let name_of_tool: &[u8] = if tool_ptr.is_null() { b"remat" } else { tool(tool_ptr, tool_len) };
+    write(b"error: ");
+    write(name_of_tool);
+    write(b" crashed (");
     write(name.as_bytes());
     write(b") while ");
     let (ptr, len) = (STAGE.load(Ordering::SeqCst), STAGE_LEN.load(Ordering::SeqCst));
     if ptr.is_null() || len == 0 {
         write(b"starting");
     } else {
-        // SAFETY: `stage` stores a &'static str's pointer, then its length.
-        write(unsafe { std::slice::from_raw_parts(ptr, len) });
+        write(tool(ptr, len));
     }
-    write(b"; no output was written. This is a bug in remat-opt or in MLIR 22 (the input may be malformed in a way its parser or verifier does not check): please report it with the input.\n");
+    write(b"; no output was written. This is a bug in ");
+    write(name_of_tool);
+    write(b" or in MLIR 22 (the input may be malformed in a way its parser or verifier does not check): please report it with the input.\n");
     // SAFETY: _exit is async-signal-safe and never returns.
     unsafe { libc::_exit(1) };
 }
