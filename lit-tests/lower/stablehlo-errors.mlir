@@ -22,3 +22,26 @@ func.func @two_inputs(%a: tensor<4xf32>, %b: tensor<4xf32>, %i: tensor<1x1xi32>,
   }) : (tensor<4xf32>, tensor<4xf32>, tensor<1x1xi32>, tensor<1xf32>, tensor<1xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return %r#0 : tensor<4xf32>
 }
+
+// -----
+
+// A reduce whose body is more than one op is not legalized yet; it says so at the reduce.
+// CHECK: stablehlo-errors.mlir:[[@LINE+2]]:{{[0-9]+}}: error: 'stablehlo.reduce' with a body of more than one op is not supported by the legalization yet
+func.func @reduce_body(%a: tensor<4xf32>, %z: tensor<f32>) -> tensor<f32> {
+  %r = "stablehlo.reduce"(%a, %z) <{dimensions = array<i64: 0>}> ({
+  ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+    %s = "stablehlo.add"(%x, %y) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    %t = "stablehlo.multiply"(%s, %s) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    "stablehlo.return"(%t) : (tensor<f32>) -> ()
+  }) : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
+  return %r : tensor<f32>
+}
+
+// -----
+
+// An op on element types it has no decomposition for says which.
+// CHECK: stablehlo-errors.mlir:[[@LINE+2]]:{{[0-9]+}}: error: 'stablehlo.exponential' on i32 is not supported by the legalization
+func.func @int_exp(%a: tensor<4xi32>) -> tensor<4xi32> {
+  %r = "stablehlo.exponential"(%a) : (tensor<4xi32>) -> tensor<4xi32>
+  return %r : tensor<4xi32>
+}

@@ -113,7 +113,20 @@ impl Blocks {
     /// menus built from then on stop their greedy path where it is: at least F_all).
     pub fn of(graph: &Graph, order: &[NodeId], deadline: Deadline) -> Blocks {
         let view = ChainView::of(graph, order);
-        let menus = (0..view.chain.len()).map(|k| menu(graph, &view, k, deadline)).collect();
+        let menus: Vec<Vec<BlockOption>> = (0..view.chain.len()).map(|k| menu(graph, &view, k, deadline)).collect();
+        for (k, m) in menus.iter().enumerate() {
+            let least = |term: fn(&BlockOption) -> u64| m.iter().map(term).min().unwrap_or(0);
+            tracing::debug!(
+                block = k + 1,
+                forward = view.forward[k].len(),
+                backward = view.backward[k].len(),
+                options = m.len(),
+                least_kept = least(|o| o.a_bar),
+                least_forward_overhead = least(|o| o.forward_overhead),
+                least_backward_overhead = least(|o| o.backward_overhead),
+                "hierarchical block"
+            );
+        }
         let outputs = view
             .backward
             .iter()

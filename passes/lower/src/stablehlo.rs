@@ -1,7 +1,14 @@
-//! `remat-lower-stablehlo`: lower the StableHLO ops that `stablehlo-legalize-to-linalg` leaves
-//! in real JAX training steps (examples/README.md, "`*.linalg.mlir`") to upstream dialects,
-//! keeping their semantics as the StableHLO specification (openxla/stablehlo, `docs/spec.md`)
-//! defines them:
+//! `remat-lower-stablehlo`: lower StableHLO to upstream dialects, keeping the semantics the
+//! StableHLO specification (openxla/stablehlo, `docs/spec.md`) defines:
+//!
+//! * the ops of [`legalize::LEGALIZED`] (elementwise arithmetic and math, `compare`, `select`,
+//!   `convert`, `constant`, `broadcast_in_dim`, `reshape`, `transpose`, `dot_general`, `reduce`,
+//!   `iota`) — to linalg, tensor, arith and math on tensors, in-tree, as jaxlib's
+//!   `stablehlo-legalize-to-linalg` decomposes them (see [`legalize`]), so StableHLO steps run
+//!   without jaxlib;
+//!
+//! and the ops that `stablehlo-legalize-to-linalg` leaves in real JAX training steps
+//! (examples/README.md, "`*.linalg.mlir`"):
 //!
 //! * `stablehlo.optimization_barrier` (from `jax.checkpoint`) — its results are its operands;
 //!   the barrier only constrains XLA's scheduler, which is not in the loop here.
@@ -13,6 +20,7 @@
 //! MLIR 22 has no StableHLO dialect, so these ops are unregistered and read in generic form;
 //! any other StableHLO op left is an error naming it and its location.
 
+mod legalize;
 mod scatter;
 
 use mlir_sys::*;
@@ -23,6 +31,8 @@ use std::ffi::CString;
 /// What the pass lowered.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LoweringStats {
+    /// Ops legalized to linalg, tensor, arith and math.
+    pub legalized: usize,
     pub barriers: usize,
     pub whiles: usize,
     pub scatters: usize,
@@ -31,8 +41,17 @@ pub struct LoweringStats {
 /// Lowers every leftover StableHLO op nested in `root`; fails on any StableHLO op it cannot
 /// lower (and changes nothing then).
 pub fn lower_stablehlo(root: Op) -> Result<LoweringStats, OpError> {
-    let all = ir::nested_ops(root);
     // Check first, so a failure leaves the IR untouched.
+    let templates = legalize::plan(root)?;
+    let legalized: std::collections::HashSet<usize> = templates.iter().map(|(op, _)| ir::op_key(*op)).collect();
+    let in_legalized_body = |op: Op| {
+        let parent = unsafe { mlirOperationGetParentOperation(op) };
+        !parent.ptr.is_null() && legalized.contains(&ir::op_key(parent))
+    };
+    let all: Vec<Op> = ir::nested_ops(root)
+        .into_iter()
+        .filter(|&op| !legalized.contains(&ir::op_key(op)) && !in_legalized_body(op))
+        .collect();
     for &op in &all {
         let name = ir::op_name(op);
         if name.starts_with("stablehlo.")
@@ -40,8 +59,9 @@ pub fn lower_stablehlo(root: Op) -> Result<LoweringStats, OpError> {
                 name.as_str(),
                 "stablehlo.optimization_barrier" | "stablehlo.while" | "stablehlo.scatter" | "stablehlo.return"
             )
+            && !ir::op_name(unsafe { mlirOperationGetParentOperation(op) }).starts_with("stablehlo.scatter")
         {
-            return Err(error_at(op, format!("'{name}' is not supported by the CPU lowering (only stablehlo.scatter, stablehlo.while and stablehlo.optimization_barrier may be left after stablehlo-legalize-to-linalg)")));
+            return Err(error_at(op, format!("'{name}' is not supported by the CPU lowering (supported: stablehlo.{}, while, scatter and optimization_barrier)", legalize::LEGALIZED.join(", "))));
         }
         if name == "stablehlo.scatter" {
             scatter::ScatterPlan::analyze(op)?;
@@ -55,7 +75,7 @@ pub fn lower_stablehlo(root: Op) -> Result<LoweringStats, OpError> {
             matches!(name.as_str(), "stablehlo.optimization_barrier" | "stablehlo.while" | "stablehlo.scatter")
         })
         .collect();
-    let mut stats = LoweringStats::default();
+    let mut stats = LoweringStats { legalized: legalize::apply(templates)?, ..LoweringStats::default() };
     for (op, name) in targets {
         match name.as_str() {
             "stablehlo.optimization_barrier" => {

@@ -1,0 +1,896 @@
+//! StableHLO → linalg/tensor/arith/math on tensors, in-tree: the ops a JAX training step is
+//! made of, with the semantics of the StableHLO specification (openxla/stablehlo,
+//! `docs/spec.md`), decomposed as jaxlib's `stablehlo-legalize-to-linalg` decomposes them, so
+//! that the same inputs give bit-identical outputs.
+//!
+//! Each op becomes a short sequence of upstream ops, written as the body of a template
+//! function (its arguments are the op's operands, its results the op's), parsed in the op's
+//! context and cloned in place of the op. Templates are text so that each decomposition reads
+//! as the IR it produces; the types come from the op, so the parser checks every template.
+//!
+//! | StableHLO | becomes |
+//! |---|---|
+//! | elementwise arithmetic, math, `compare`, `select`, `convert` | one `linalg.generic` (all parallel), the scalar op in its body |
+//! | `constant` | `arith.constant` |
+//! | `broadcast_in_dim` | `linalg.generic` copying the operand, size-1 dimensions expanded |
+//! | `reshape` | `tensor.collapse_shape` to one dimension, then `tensor.expand_shape` |
+//! | `transpose` | `linalg.transpose` |
+//! | `dot_general` | `linalg.fill` with zero, then a `linalg.generic` over batch, free and contracting dimensions (multiply, add) |
+//! | `reduce` (one operand, a body of one binary op) | `linalg.fill` with the init, then `linalg.reduce` |
+//! | `iota` | `linalg.generic` of `linalg.index`, converted |
+//!
+//! Anything else is left for the leftover lowering (`while`, `scatter`,
+//! `optimization_barrier`), which names any op it cannot lower at its location.
+
+use super::{error_at, OpError};
+use mlir_sys::*;
+use remat_mlir::ir::{self, Op, Val};
+use std::collections::HashMap;
+use std::fmt::Write;
+
+/// The legalization of every supported StableHLO op nested in `root` (not those inside a
+/// `reduce` or `scatter` body: their owner reads them), checked but not applied: each op with
+/// its template's body.
+pub(crate) fn plan(root: Op) -> Result<Vec<(Op, String)>, OpError> {
+    let mut templates = Vec::new();
+    for op in ir::nested_ops(root) {
+        if ir::op_name(op).starts_with("stablehlo.") && !inside_body(op) {
+            if let Some(body) = template(op)? {
+                templates.push((op, body));
+            }
+        }
+    }
+    Ok(templates)
+}
+
+/// Applies [`plan`]'s templates; returns how many ops were legalized.
+pub(crate) fn apply(templates: Vec<(Op, String)>) -> Result<usize, OpError> {
+    let count = templates.len();
+    for (op, body) in templates {
+        inline(op, &body)?;
+    }
+    Ok(count)
+}
+
+/// Whether `op` is in the body of a `stablehlo.reduce` or `stablehlo.scatter` (scalar code on
+/// 0-d tensors that its owner translates).
+fn inside_body(op: Op) -> bool {
+    let parent = unsafe { mlirOperationGetParentOperation(op) };
+    !parent.ptr.is_null() && matches!(ir::op_name(parent).as_str(), "stablehlo.reduce" | "stablehlo.scatter")
+}
+
+/// A ranked tensor type, read from its text (`tensor<4x8xf32>`, `tensor<f32>`).
+#[derive(Clone, Debug, PartialEq)]
+struct Tensor {
+    shape: Vec<i64>,
+    element: String,
+}
+
+impl Tensor {
+    fn of(op: Op, v: Val) -> Result<Tensor, OpError> {
+        let text = ir::type_text(ir::value_type(v));
+        Tensor::parse(&text).ok_or_else(|| error_at(op, format!("expected a statically shaped tensor, found {text}")))
+    }
+    fn parse(text: &str) -> Option<Tensor> {
+        let inner = text.strip_prefix("tensor<")?.strip_suffix('>')?;
+        let mut parts: Vec<&str> = inner.split('x').collect();
+        let element = parts.pop()?.to_string();
+        if element.contains(['<', ',', '?']) {
+            return None;
+        }
+        let shape = parts.iter().map(|d| d.parse::<i64>().ok().filter(|&d| d >= 0)).collect::<Option<Vec<_>>>()?;
+        Some(Tensor { shape, element })
+    }
+    fn text(&self) -> String {
+        let mut s = String::from("tensor<");
+        for d in &self.shape {
+            let _ = write!(s, "{d}x");
+        }
+        s.push_str(&self.element);
+        s.push('>');
+        s
+    }
+    fn rank(&self) -> usize {
+        self.shape.len()
+    }
+    fn is_float(&self) -> bool {
+        is_float(&self.element)
+    }
+}
+
+fn is_float(element: &str) -> bool {
+    matches!(element, "f16" | "bf16" | "f32" | "f64")
+}
+
+/// Signless integers (`i1` is the boolean).
+fn is_integer(element: &str) -> bool {
+    element.strip_prefix('i').is_some_and(|w| w.parse::<u32>().is_ok())
+}
+
+fn width(element: &str) -> u32 {
+    element.trim_start_matches(|c: char| c.is_ascii_alphabetic()).parse().unwrap_or(0)
+}
+
+/// `(d0, d1, …)`.
+fn dims(rank: usize) -> String {
+    (0..rank).map(|d| format!("d{d}")).collect::<Vec<_>>().join(", ")
+}
+
+fn identity_map(rank: usize) -> String {
+    format!("affine_map<({}) -> ({})>", dims(rank), dims(rank))
+}
+
+fn parallel(rank: usize) -> String {
+    vec!["\"parallel\""; rank].join(", ")
+}
+
+/// A `dense<…>`/`array<…>` integer list attribute of `op`, as numbers.
+fn int_list(op: Op, name: &str) -> Result<Vec<i64>, OpError> {
+    let attr = ir::attribute(op, name).ok_or_else(|| error_at(op, format!("missing attribute '{name}'")))?;
+    if let Some(values) = ir::dense_i64_array(attr) {
+        return Ok(values);
+    }
+    Err(error_at(op, format!("attribute '{name}' must be an array<i64: …>, found {}", ir::attribute_text(attr))))
+}
+
+/// The numbers after `key = [` in a StableHLO attribute's text (`#stablehlo.dot<…>`).
+fn bracket_field(text: &str, key: &str) -> Vec<i64> {
+    let Some(at) = text.find(&format!("{key} = [")) else { return Vec::new() };
+    let rest = &text[at + key.len() + 4..];
+    let end = rest.find(']').unwrap_or(0);
+    rest[..end].split(',').filter_map(|s| s.trim().parse().ok()).collect()
+}
+
+/// The word in a `#stablehlo<kind WORD>` attribute's text.
+fn enum_word(op: Op, name: &str) -> Option<String> {
+    let text = ir::attribute_text(ir::attribute(op, name)?);
+    let inner = text.strip_suffix('>')?;
+    inner.rsplit(' ').next().map(str::to_string)
+}
+
+/// The StableHLO ops (names without the dialect) this legalization handles.
+pub(crate) const LEGALIZED: &[&str] = &[
+    "constant",
+    "broadcast_in_dim",
+    "reshape",
+    "transpose",
+    "dot_general",
+    "reduce",
+    "iota",
+    "convert",
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "remainder",
+    "maximum",
+    "minimum",
+    "power",
+    "atan2",
+    "and",
+    "or",
+    "xor",
+    "not",
+    "negate",
+    "abs",
+    "exponential",
+    "exponential_minus_one",
+    "log",
+    "log_plus_one",
+    "tanh",
+    "sqrt",
+    "rsqrt",
+    "cbrt",
+    "floor",
+    "ceil",
+    "sine",
+    "cosine",
+    "round_nearest_even",
+    "round_nearest_afz",
+    "logistic",
+    "popcnt",
+    "select",
+    "compare",
+];
+
+/// The template's body for `op`, or `None` when `op` is not one this legalization handles
+/// (the leftover lowering decides). Operands are `%a0, %a1, …`; the body ends in `return`.
+fn template(op: Op) -> Result<Option<String>, OpError> {
+    let name = ir::op_name(op);
+    let short = name.trim_start_matches("stablehlo.");
+    if !LEGALIZED.contains(&short) {
+        return Ok(None);
+    }
+    let operands: Vec<Tensor> = ir::operands(op).into_iter().map(|v| Tensor::of(op, v)).collect::<Result<_, _>>()?;
+    let results: Vec<Tensor> = ir::results(op).into_iter().map(|v| Tensor::of(op, v)).collect::<Result<_, _>>()?;
+    let unsupported = |why: &str| error_at(op, format!("'{name}' {why}"));
+    let body = match short {
+        "constant" => {
+            let value = ir::attribute(op, "value").ok_or_else(|| unsupported("has no value"))?;
+            let result = &results[0];
+            // The attribute's text carries its type (`dense<…> : tensor<…>`).
+            format!("%r = arith.constant {}\nreturn %r : {}", ir::attribute_text(value), result.text())
+        }
+        "broadcast_in_dim" => broadcast_in_dim(op, &operands[0], &results[0])?,
+        "reshape" => reshape(&operands[0], &results[0]),
+        "transpose" => {
+            let permutation = int_list(op, "permutation")?;
+            let r = &results[0];
+            let list = permutation.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+            format!(
+                "%e = tensor.empty() : {t}\n%r = linalg.transpose ins(%a0 : {o}) outs(%e : {t}) permutation = [{list}]\nreturn %r : {t}",
+                t = r.text(),
+                o = operands[0].text()
+            )
+        }
+        "dot_general" => dot_general(op, &operands, &results[0])?,
+        "reduce" => return reduce(op, &operands, &results).map(Some),
+        "iota" => {
+            let dimension = ir::attribute(op, "iota_dimension")
+                .and_then(ir::integer_attribute_value)
+                .ok_or_else(|| unsupported("has no iota_dimension"))?;
+            let r = &results[0];
+            let convert = if r.is_float() {
+                format!("%c = arith.index_cast %i : index to i64\n%v = arith.sitofp %c : i64 to {}", r.element)
+            } else if is_integer(&r.element) {
+                format!("%v = arith.index_cast %i : index to {}", r.element)
+            } else {
+                return Err(unsupported(&format!("of element type {} is not supported", r.element)));
+            };
+            format!(
+                "%e = tensor.empty() : {t}\n%r = linalg.generic {{indexing_maps = [{map}], iterator_types = [{it}]}} outs(%e : {t}) {{\n^bb0(%o: {el}):\n%i = linalg.index {dimension} : index\n{convert}\nlinalg.yield %v : {el}\n}} -> {t}\nreturn %r : {t}",
+                t = r.text(),
+                map = identity_map(r.rank()),
+                it = parallel(r.rank()),
+                el = r.element
+            )
+        }
+        "convert" if operands[0] == results[0] => format!("return %a0 : {}", results[0].text()),
+        _ => match elementwise(op, short, &operands, &results)? {
+            Some(body) => body,
+            None => return Ok(None),
+        },
+    };
+    Ok(Some(body))
+}
+
+/// The scalar computation of an elementwise op on `%x0, %x1, …` (element types `inputs`)
+/// into `%v`, or `None` when `short` is not an elementwise op this legalization knows.
+fn scalar(op: Op, short: &str, inputs: &[String], output: &str) -> Result<Option<String>, OpError> {
+    let t = inputs.first().cloned().unwrap_or_default();
+    let float = is_float(&t);
+    let int = is_integer(&t);
+    let unsupported = || error_at(op, format!("'stablehlo.{short}' on {t} is not supported by the legalization"));
+    let binary = |f: &str, i: &str| -> Result<String, OpError> {
+        let name = if float {
+            f
+        } else if int {
+            i
+        } else {
+            ""
+        };
+        if name.is_empty() {
+            return Err(unsupported());
+        }
+        Ok(format!("%v = {name} %x0, %x1 : {t}"))
+    };
+    let unary_float = |f: &str| -> Result<String, OpError> {
+        if !float {
+            return Err(unsupported());
+        }
+        Ok(format!("%v = {f} %x0 : {t}"))
+    };
+    let text = match short {
+        "add" => binary("arith.addf", "arith.addi")?,
+        "subtract" => binary("arith.subf", "arith.subi")?,
+        "multiply" => binary("arith.mulf", "arith.muli")?,
+        "divide" if float => binary("arith.divf", "")?,
+        "remainder" if float => binary("arith.remf", "")?,
+        "maximum" => binary("arith.maximumf", "arith.maxsi")?,
+        "minimum" => binary("arith.minimumf", "arith.minsi")?,
+        "power" if float => binary("math.powf", "")?,
+        "atan2" if float => binary("math.atan2", "")?,
+        "and" if int => binary("", "arith.andi")?,
+        "or" if int => binary("", "arith.ori")?,
+        "xor" if int => binary("", "arith.xori")?,
+        "not" if int => {
+            let ones = if t == "i1" { "true".to_string() } else { format!("-1 : {t}") };
+            format!("%m = arith.constant {ones}\n%v = arith.xori %x0, %m : {t}")
+        }
+        "negate" if float => unary_float("arith.negf")?,
+        "negate" if int => format!("%z = arith.constant 0 : {t}\n%v = arith.subi %z, %x0 : {t}"),
+        "abs" if float => unary_float("math.absf")?,
+        "abs" if int => format!("%v = math.absi %x0 : {t}"),
+        "exponential" => unary_float("math.exp")?,
+        "exponential_minus_one" => unary_float("math.expm1")?,
+        "log" => unary_float("math.log")?,
+        "log_plus_one" => unary_float("math.log1p")?,
+        "tanh" => unary_float("math.tanh")?,
+        "sqrt" => unary_float("math.sqrt")?,
+        "rsqrt" => unary_float("math.rsqrt")?,
+        "cbrt" => unary_float("math.cbrt")?,
+        "floor" => unary_float("math.floor")?,
+        "ceil" => unary_float("math.ceil")?,
+        "sine" => unary_float("math.sin")?,
+        "cosine" => unary_float("math.cos")?,
+        "round_nearest_even" => unary_float("math.roundeven")?,
+        "round_nearest_afz" => unary_float("math.round")?,
+        "logistic" if float => format!(
+            "%n = arith.negf %x0 : {t}\n%e = math.exp %n : {t}\n%one = arith.constant 1.0 : {t}\n%d = arith.addf %one, %e : {t}\n%v = arith.divf %one, %d : {t}"
+        ),
+        "popcnt" if int => format!("%v = math.ctpop %x0 : {t}"),
+        "select" => {
+            let value = inputs.get(1).cloned().unwrap_or_default();
+            format!("%v = arith.select %x0, %x1, %x2 : {value}")
+        }
+        "compare" => {
+            let direction = enum_word(op, "comparison_direction").unwrap_or_default();
+            let kind = enum_word(op, "compare_type").unwrap_or_else(|| {
+                if float {
+                    "FLOAT".into()
+                } else if t == "i1" {
+                    "UNSIGNED".into()
+                } else {
+                    "SIGNED".into()
+                }
+            });
+            let predicate = match (kind.as_str(), direction.as_str()) {
+                ("FLOAT", d) => ["oeq", "une", "olt", "ole", "ogt", "oge"][direction_index(d).ok_or_else(unsupported)?],
+                ("SIGNED", d) => ["eq", "ne", "slt", "sle", "sgt", "sge"][direction_index(d).ok_or_else(unsupported)?],
+                ("UNSIGNED", d) => ["eq", "ne", "ult", "ule", "ugt", "uge"][direction_index(d).ok_or_else(unsupported)?],
+                _ => return Err(unsupported()),
+            };
+            let cmp = if float { "arith.cmpf" } else if int { "arith.cmpi" } else { return Err(unsupported()) };
+            format!("%v = {cmp} {predicate}, %x0, %x1 : {t}")
+        }
+        "convert" => convert(&t, output).ok_or_else(|| {
+            error_at(op, format!("'stablehlo.convert' from {t} to {output} is not supported by the legalization"))
+        })?,
+        _ => return Ok(None),
+    };
+    Ok(Some(text))
+}
+
+fn direction_index(direction: &str) -> Option<usize> {
+    ["EQ", "NE", "LT", "LE", "GT", "GE"].iter().position(|&d| d == direction)
+}
+
+/// `%x0` of element type `from` converted to `to` as `%v` (StableHLO `convert`: floats round
+/// to nearest, floats to integers truncate toward zero, booleans are 0 and 1, anything to a
+/// boolean is `x != 0`).
+fn convert(from: &str, to: &str) -> Option<String> {
+    let (wf, wt) = (width(from), width(to));
+    Some(if to == "i1" {
+        if from == "i1" {
+            return None;
+        }
+        if is_float(from) {
+            format!("%z = arith.constant 0.0 : {from}\n%v = arith.cmpf une, %x0, %z : {from}")
+        } else {
+            format!("%z = arith.constant 0 : {from}\n%v = arith.cmpi ne, %x0, %z : {from}")
+        }
+    } else if is_float(from) && is_float(to) {
+        let op = if wt > wf || (from == "f16" && to == "bf16") { "arith.extf" } else { "arith.truncf" };
+        if from == "f16" && to == "bf16" || from == "bf16" && to == "f16" {
+            return None;
+        }
+        format!("%v = {op} %x0 : {from} to {to}")
+    } else if is_integer(from) && is_float(to) {
+        let op = if from == "i1" { "arith.uitofp" } else { "arith.sitofp" };
+        format!("%v = {op} %x0 : {from} to {to}")
+    } else if is_float(from) && is_integer(to) {
+        format!("%v = arith.fptosi %x0 : {from} to {to}")
+    } else if is_integer(from) && is_integer(to) {
+        let op = if wt > wf {
+            if from == "i1" {
+                "arith.extui"
+            } else {
+                "arith.extsi"
+            }
+        } else {
+            "arith.trunci"
+        };
+        format!("%v = {op} %x0 : {from} to {to}")
+    } else {
+        return None;
+    })
+}
+
+/// An elementwise op as one all-parallel `linalg.generic`. StableHLO's elementwise operands
+/// have the result's shape, except `select`'s predicate, which may be a 0-d tensor.
+fn elementwise(op: Op, short: &str, operands: &[Tensor], results: &[Tensor]) -> Result<Option<String>, OpError> {
+    let [result] = results else { return Ok(None) };
+    let inputs: Vec<String> = operands.iter().map(|t| t.element.clone()).collect();
+    let Some(scalar) = scalar(op, short, &inputs, &result.element)? else { return Ok(None) };
+    let rank = result.rank();
+    let mut maps = Vec::new();
+    for operand in operands {
+        if operand.shape == result.shape {
+            maps.push(identity_map(rank));
+        } else if operand.rank() == 0 {
+            maps.push(format!("affine_map<({}) -> ()>", dims(rank)));
+        } else {
+            return Err(error_at(op, format!("operand {} does not have the result's shape", operand.text())));
+        }
+    }
+    maps.push(identity_map(rank));
+    let ins: Vec<String> = (0..operands.len()).map(|i| format!("%a{i}")).collect();
+    let in_types: Vec<String> = operands.iter().map(Tensor::text).collect();
+    let args: Vec<String> = operands.iter().enumerate().map(|(i, t)| format!("%x{i}: {}", t.element)).collect();
+    let t = result.text();
+    Ok(Some(format!(
+        "%e = tensor.empty() : {t}\n%r = linalg.generic {{indexing_maps = [{maps}], iterator_types = [{it}]}} ins({ins} : {in_types}) outs(%e : {t}) {{\n^bb0({args}, %out: {el}):\n{scalar}\nlinalg.yield %v : {el}\n}} -> {t}\nreturn %r : {t}",
+        maps = maps.join(", "),
+        it = parallel(rank),
+        ins = ins.join(", "),
+        in_types = in_types.join(", "),
+        args = args.join(", "),
+        el = result.element,
+    )))
+}
+
+/// `broadcast_in_dim`: operand dimension `i` is result dimension `broadcast_dimensions[i]`;
+/// a size-1 operand dimension of a larger result dimension is read at 0 (spec: "broadcast").
+fn broadcast_in_dim(op: Op, operand: &Tensor, result: &Tensor) -> Result<String, OpError> {
+    let dimensions = int_list(op, "broadcast_dimensions")?;
+    if dimensions.len() != operand.rank() {
+        return Err(error_at(op, "broadcast_dimensions must name one result dimension per operand dimension"));
+    }
+    let mut reads = Vec::new();
+    for (i, &d) in dimensions.iter().enumerate() {
+        let d = usize::try_from(d).ok().filter(|&d| d < result.rank()).ok_or_else(|| {
+            error_at(op, format!("broadcast dimension {d} is out of the result's rank {}", result.rank()))
+        })?;
+        reads.push(if operand.shape[i] == 1 && result.shape[d] != 1 { "0".to_string() } else { format!("d{d}") });
+    }
+    let rank = result.rank();
+    let t = result.text();
+    Ok(format!(
+        "%e = tensor.empty() : {t}\n%r = linalg.generic {{indexing_maps = [affine_map<({all}) -> ({reads})>, {out}], iterator_types = [{it}]}} ins(%a0 : {o}) outs(%e : {t}) {{\n^bb0(%x: {el}, %y: {el}):\nlinalg.yield %x : {el}\n}} -> {t}\nreturn %r : {t}",
+        all = dims(rank),
+        reads = reads.join(", "),
+        out = identity_map(rank),
+        it = parallel(rank),
+        o = operand.text(),
+        el = result.element,
+    ))
+}
+
+/// `reshape` (row-major, spec): collapse to one dimension, expand to the result's shape. Both
+/// are views after bufferization.
+fn reshape(operand: &Tensor, result: &Tensor) -> String {
+    let (o, r) = (operand.text(), result.text());
+    let group = |rank: usize| format!("[[{}]]", (0..rank).map(|d| d.to_string()).collect::<Vec<_>>().join(", "));
+    let shape = result.shape.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+    if operand.shape == result.shape {
+        return format!("return %a0 : {r}");
+    }
+    // A 0-d tensor and one of only 1s: no reassociation groups at all.
+    if operand.rank() == 0 {
+        return format!("%r = tensor.expand_shape %a0 [] output_shape [{shape}] : {o} into {r}\nreturn %r : {r}");
+    }
+    if result.rank() == 0 {
+        return format!("%r = tensor.collapse_shape %a0 [] : {o} into {r}\nreturn %r : {r}");
+    }
+    let elements: i64 = operand.shape.iter().product();
+    let flat = Tensor { shape: vec![elements], element: operand.element.clone() }.text();
+    let mut body = String::new();
+    let collapsed = if operand.rank() == 1 {
+        "%a0"
+    } else {
+        let _ = writeln!(body, "%c = tensor.collapse_shape %a0 {} : {o} into {flat}", group(operand.rank()));
+        "%c"
+    };
+    if result.rank() == 1 {
+        let _ = write!(body, "return {collapsed} : {r}");
+    } else {
+        let _ = write!(
+            body,
+            "%r = tensor.expand_shape {collapsed} {} output_shape [{shape}] : {flat} into {r}\nreturn %r : {r}",
+            group(result.rank())
+        );
+    }
+    body
+}
+
+/// `dot_general` (spec): result dimensions are the batch dimensions, then the lhs's free
+/// dimensions, then the rhs's, each in order; elements are sums over the contracting
+/// dimensions of products, accumulated from zero in index order (as `linalg.matmul`).
+fn dot_general(op: Op, operands: &[Tensor], result: &Tensor) -> Result<String, OpError> {
+    let numbers = ir::attribute(op, "dot_dimension_numbers")
+        .map(ir::attribute_text)
+        .ok_or_else(|| error_at(op, "'stablehlo.dot_general' has no dot_dimension_numbers"))?;
+    let (lhs, rhs) = (&operands[0], &operands[1]);
+    let lb = bracket_field(&numbers, "lhs_batching_dimensions");
+    let rb = bracket_field(&numbers, "rhs_batching_dimensions");
+    let lc = bracket_field(&numbers, "lhs_contracting_dimensions");
+    let rc = bracket_field(&numbers, "rhs_contracting_dimensions");
+    if lb.len() != rb.len() || lc.len() != rc.len() {
+        return Err(error_at(op, "dot_dimension_numbers pair unequal numbers of dimensions"));
+    }
+    if !result.is_float() || lhs.element != result.element || rhs.element != result.element {
+        return Err(error_at(op, "'stablehlo.dot_general' is supported on floats of the result's type only"));
+    }
+    let free = |t: &Tensor, batch: &[i64], contracting: &[i64]| -> Vec<usize> {
+        (0..t.rank()).filter(|&d| !batch.contains(&(d as i64)) && !contracting.contains(&(d as i64))).collect()
+    };
+    let (lf, rf) = (free(lhs, &lb, &lc), free(rhs, &rb, &rc));
+    // Iteration space: batch, lhs free, rhs free (the result's dimensions), then contracting.
+    let n_out = lb.len() + lf.len() + rf.len();
+    if n_out != result.rank() {
+        return Err(error_at(op, "the result's rank does not match dot_dimension_numbers"));
+    }
+    let space = n_out + lc.len();
+    let mut lhs_read = vec![String::new(); lhs.rank()];
+    let mut rhs_read = vec![String::new(); rhs.rank()];
+    for (i, (&l, &r)) in lb.iter().zip(&rb).enumerate() {
+        lhs_read[l as usize] = format!("d{i}");
+        rhs_read[r as usize] = format!("d{i}");
+    }
+    for (i, &l) in lf.iter().enumerate() {
+        lhs_read[l] = format!("d{}", lb.len() + i);
+    }
+    for (i, &r) in rf.iter().enumerate() {
+        rhs_read[r] = format!("d{}", lb.len() + lf.len() + i);
+    }
+    for (i, (&l, &r)) in lc.iter().zip(&rc).enumerate() {
+        lhs_read[l as usize] = format!("d{}", n_out + i);
+        rhs_read[r as usize] = format!("d{}", n_out + i);
+    }
+    if lhs_read.iter().chain(&rhs_read).any(String::is_empty) {
+        return Err(error_at(op, "dot_dimension_numbers name a dimension twice"));
+    }
+    let iterators: Vec<&str> = (0..space).map(|d| if d < n_out { "\"parallel\"" } else { "\"reduction\"" }).collect();
+    let t = result.text();
+    let el = &result.element;
+    Ok(format!(
+        "%zero = arith.constant 0.0 : {el}\n%e = tensor.empty() : {t}\n%f = linalg.fill ins(%zero : {el}) outs(%e : {t}) -> {t}\n%r = linalg.generic {{indexing_maps = [affine_map<({all}) -> ({lr})>, affine_map<({all}) -> ({rr})>, affine_map<({all}) -> ({out})>], iterator_types = [{it}]}} ins(%a0, %a1 : {lt}, {rt}) outs(%f : {t}) {{\n^bb0(%x: {el}, %y: {el}, %acc: {el}):\n%m = arith.mulf %x, %y : {el}\n%s = arith.addf %acc, %m : {el}\nlinalg.yield %s : {el}\n}} -> {t}\nreturn %r : {t}",
+        all = dims(space),
+        lr = lhs_read.join(", "),
+        rr = rhs_read.join(", "),
+        out = dims(n_out),
+        it = iterators.join(", "),
+        lt = lhs.text(),
+        rt = rhs.text(),
+    ))
+}
+
+/// `reduce` of one operand whose body applies one binary elementwise op to its two arguments:
+/// the init (a 0-d tensor) fills the result, then `linalg.reduce` folds the operand's elements
+/// in index order (body argument 0 is the accumulator, 1 the element).
+fn reduce(op: Op, operands: &[Tensor], results: &[Tensor]) -> Result<String, OpError> {
+    let not_yet =
+        |why: &str| error_at(op, format!("'stablehlo.reduce' {why} is not supported by the legalization yet"));
+    let ([input, init], [result]) = (operands, results) else {
+        return Err(not_yet("of several operands"));
+    };
+    let dimensions = int_list(op, "dimensions")?;
+    let regions = ir::regions(op);
+    let blocks = regions.first().map(|&r| ir::blocks(r)).unwrap_or_default();
+    let [block] = blocks[..] else { return Err(not_yet("without a one-block body")) };
+    let arguments = ir::block_arguments(block);
+    let ops = ir::block_ops(block);
+    let ([combine, ret], [acc, element]) = (&ops[..], &arguments[..]) else {
+        return Err(not_yet("with a body of more than one op"));
+    };
+    let short = ir::op_name(*combine).trim_start_matches("stablehlo.").to_string();
+    let reads = ir::operands(*combine);
+    let returned = ir::operands(*ret);
+    let combined = ir::results(*combine);
+    let simple = ir::op_name(*ret) == "stablehlo.return"
+        && returned.len() == 1
+        && combined.len() == 1
+        && ir::same_value(returned[0], combined[0])
+        && reads.len() == 2;
+    if !simple {
+        return Err(not_yet("with this body"));
+    }
+    // The scalar op on (accumulator, element), in the body's operand order.
+    let order: Vec<&str> = reads
+        .iter()
+        .map(|&v| {
+            if ir::same_value(v, *acc) {
+                "%acc"
+            } else if ir::same_value(v, *element) {
+                "%in"
+            } else {
+                ""
+            }
+        })
+        .collect();
+    if order.contains(&"") {
+        return Err(not_yet("whose body reads values from outside"));
+    }
+    let el = &result.element;
+    let Some(scalar) = scalar(op, &short, &[el.clone(), el.clone()], el)? else {
+        return Err(not_yet(&format!("with a 'stablehlo.{short}' body")));
+    };
+    let scalar = scalar.replace("%x0", order[0]).replace("%x1", order[1]);
+    let t = result.text();
+    let list = dimensions.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+    Ok(format!(
+        "%init = tensor.extract %a1[] : {it}\n%e = tensor.empty() : {t}\n%f = linalg.fill ins(%init : {el}) outs(%e : {t}) -> {t}\n%r = linalg.reduce ins(%a0 : {i}) outs(%f : {t}) dimensions = [{list}]\n(%in: {el}, %acc: {el}) {{\n{scalar}\nlinalg.yield %v : {el}\n}}\nreturn %r : {t}",
+        it = init.text(),
+        i = input.text(),
+    ))
+}
+
+/// Parses `body` as a function of `op`'s operands and results in `op`'s context and clones its
+/// ops in place of `op`, at `op`'s location.
+fn inline(op: Op, body: &str) -> Result<(), OpError> {
+    let operands = ir::operands(op);
+    let results = ir::results(op);
+    let arg_types: Vec<String> = operands.iter().map(|&v| ir::type_text(ir::value_type(v))).collect();
+    let result_types: Vec<String> = results.iter().map(|&v| ir::type_text(ir::value_type(v))).collect();
+    let args: Vec<String> = arg_types.iter().enumerate().map(|(i, t)| format!("%a{i}: {t}")).collect();
+    let text = format!("func.func @legalized({}) -> ({}) {{\n{body}\n}}\n", args.join(", "), result_types.join(", "));
+    let context = unsafe { mlirOperationGetContext(op) };
+    let module = unsafe { mlirModuleCreateParse(context, ir::string_ref(&text)) };
+    if module.ptr.is_null() {
+        return Err(error_at(
+            op,
+            format!("internal error: the legalization of '{}' does not parse:\n{text}", ir::op_name(op)),
+        ));
+    }
+    let func = ir::block_ops(unsafe { mlirModuleGetBody(module) })[0];
+    let block = ir::blocks(ir::regions(func)[0])[0];
+    let mut map: HashMap<usize, Val> = HashMap::new();
+    for (arg, &value) in ir::block_arguments(block).into_iter().zip(&operands) {
+        map.insert(ir::value_key(arg), value);
+    }
+    let location = ir::location(op);
+    let target = ir::op_block(op);
+    let ops = ir::block_ops(block);
+    let (ret, body_ops) = ops.split_last().expect("a template ends in return");
+    for &inner in body_ops {
+        let clone = ir::clone_remapped(inner, target, op, &mut map);
+        for nested in std::iter::once(clone).chain(ir::nested_ops(clone)) {
+            ir::set_location(nested, location);
+        }
+    }
+    for (old, new) in results.iter().zip(ir::operands(*ret)) {
+        let new = map.get(&ir::value_key(new)).copied().unwrap_or(new);
+        ir::replace_all_uses(*old, new);
+    }
+    unsafe { mlirModuleDestroy(module) };
+    ir::erase(op);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    //! Differential tests: random `dot_general`s (any batch, contracting and free dimensions, in
+    //! any order) and `broadcast_in_dim` + `reduce` chains, lowered to LLVM, run, and compared
+    //! bit for bit with the specification's definitions transcribed directly.
+
+    use crate::testing::{coordinates, f32_tensor, f32_type, f32_values, offset, run_main};
+    use proptest::prelude::*;
+    use remat_runtime::SplitMix64;
+
+    /// Values whose products and sums round: a bit-for-bit comparison checks the order too.
+    fn values(rng: &mut SplitMix64, n: usize) -> Vec<f32> {
+        (0..n).map(|_| (rng.below(2001) as f32 - 1000.0) * 0.001_37).collect()
+    }
+
+    fn list(v: &[usize]) -> String {
+        v.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    }
+
+    #[derive(Debug)]
+    struct Dot {
+        lhs: Vec<usize>,
+        rhs: Vec<usize>,
+        lb: Vec<usize>,
+        rb: Vec<usize>,
+        lc: Vec<usize>,
+        rc: Vec<usize>,
+        a: Vec<f32>,
+        b: Vec<f32>,
+    }
+
+    /// Dimension roles (0 batch, 1 contracting, 2 free) placed in a random order.
+    fn shuffled(rng: &mut SplitMix64, mut roles: Vec<(u8, usize)>) -> Vec<(u8, usize)> {
+        for i in (1..roles.len()).rev() {
+            roles.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        roles
+    }
+
+    fn generate_dot(seed: u64) -> Dot {
+        let mut rng = SplitMix64::new(seed);
+        let batch: Vec<usize> = (0..rng.below(2)).map(|_| rng.range(1, 3) as usize).collect();
+        let contracting: Vec<usize> = (0..rng.range(1, 2)).map(|_| rng.range(1, 4) as usize).collect();
+        let side = |rng: &mut SplitMix64| -> Vec<(u8, usize)> {
+            let free: Vec<usize> = (0..rng.below(3)).map(|_| rng.range(1, 3) as usize).collect();
+            let roles: Vec<(u8, usize)> = batch
+                .iter()
+                .enumerate()
+                .map(|(i, _)| (0, i))
+                .chain(contracting.iter().enumerate().map(|(i, _)| (1, i)))
+                .chain(free.iter().map(|&n| (2, n)))
+                .collect();
+            shuffled(rng, roles)
+        };
+        let (left, right) = (side(&mut rng), side(&mut rng));
+        let shape = |roles: &[(u8, usize)]| -> Vec<usize> {
+            roles
+                .iter()
+                .map(|&(r, k)| {
+                    if r == 0 {
+                        batch[k]
+                    } else if r == 1 {
+                        contracting[k]
+                    } else {
+                        k
+                    }
+                })
+                .collect()
+        };
+        let dims_of = |roles: &[(u8, usize)], role: u8, count: usize| -> Vec<usize> {
+            (0..count).map(|k| roles.iter().position(|&(r, i)| r == role && i == k).unwrap()).collect()
+        };
+        let (lhs, rhs) = (shape(&left), shape(&right));
+        let a = values(&mut rng, lhs.iter().product());
+        let b = values(&mut rng, rhs.iter().product());
+        Dot {
+            lb: dims_of(&left, 0, batch.len()),
+            rb: dims_of(&right, 0, batch.len()),
+            lc: dims_of(&left, 1, contracting.len()),
+            rc: dims_of(&right, 1, contracting.len()),
+            lhs,
+            rhs,
+            a,
+            b,
+        }
+    }
+
+    fn free(shape: &[usize], batch: &[usize], contracting: &[usize]) -> Vec<usize> {
+        (0..shape.len()).filter(|d| !batch.contains(d) && !contracting.contains(d)).collect()
+    }
+
+    fn dot_result_shape(c: &Dot) -> Vec<usize> {
+        let mut shape: Vec<usize> = c.lb.iter().map(|&d| c.lhs[d]).collect();
+        shape.extend(free(&c.lhs, &c.lb, &c.lc).iter().map(|&d| c.lhs[d]));
+        shape.extend(free(&c.rhs, &c.rb, &c.rc).iter().map(|&d| c.rhs[d]));
+        shape
+    }
+
+    /// The specification's `dot_general`: per result element, the sum over the contracting
+    /// indices (row-major) of lhs × rhs, from zero.
+    fn dot_reference(c: &Dot) -> Vec<f32> {
+        let (lf, rf) = (free(&c.lhs, &c.lb, &c.lc), free(&c.rhs, &c.rb, &c.rc));
+        let contracting: Vec<usize> = c.lc.iter().map(|&d| c.lhs[d]).collect();
+        coordinates(&dot_result_shape(c))
+            .into_iter()
+            .map(|out| {
+                let mut acc = 0.0f32;
+                for k in coordinates(&contracting) {
+                    let mut li = vec![0; c.lhs.len()];
+                    let mut ri = vec![0; c.rhs.len()];
+                    for (i, (&l, &r)) in c.lb.iter().zip(&c.rb).enumerate() {
+                        li[l] = out[i];
+                        ri[r] = out[i];
+                    }
+                    for (i, &l) in lf.iter().enumerate() {
+                        li[l] = out[c.lb.len() + i];
+                    }
+                    for (i, &r) in rf.iter().enumerate() {
+                        ri[r] = out[c.lb.len() + lf.len() + i];
+                    }
+                    for (i, (&l, &r)) in c.lc.iter().zip(&c.rc).enumerate() {
+                        li[l] = k[i];
+                        ri[r] = k[i];
+                    }
+                    acc += c.a[offset(&c.lhs, &li)] * c.b[offset(&c.rhs, &ri)];
+                }
+                acc
+            })
+            .collect()
+    }
+
+    fn dot_module(c: &Dot) -> String {
+        let (l, r, o) = (f32_type(&c.lhs), f32_type(&c.rhs), f32_type(&dot_result_shape(c)));
+        format!(
+            r#"func.func @main(%a: {l}, %b: {r}) -> {o} {{
+  %0 = "stablehlo.dot_general"(%a, %b) <{{dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = [{}], rhs_batching_dimensions = [{}], lhs_contracting_dimensions = [{}], rhs_contracting_dimensions = [{}]>}}> : ({l}, {r}) -> {o}
+  return %0 : {o}
+}}"#,
+            list(&c.lb),
+            list(&c.rb),
+            list(&c.lc),
+            list(&c.rc)
+        )
+    }
+
+    /// A broadcast of a random operand into a larger result (some dimensions kept, some of size
+    /// 1 expanded, some new), then a sum over some of the result's dimensions.
+    #[derive(Debug)]
+    struct BroadcastReduce {
+        operand: Vec<usize>,
+        result: Vec<usize>,
+        dimensions: Vec<usize>,
+        reduced: Vec<usize>,
+        x: Vec<f32>,
+    }
+
+    fn generate_broadcast(seed: u64) -> BroadcastReduce {
+        let mut rng = SplitMix64::new(seed);
+        let result: Vec<usize> = (0..rng.range(1, 3)).map(|_| rng.range(1, 4) as usize).collect();
+        // Operand dimensions: an increasing subset of the result's, each of its size or 1.
+        let dimensions: Vec<usize> = (0..result.len()).filter(|_| rng.chance(60)).collect();
+        let operand: Vec<usize> = dimensions.iter().map(|&d| if rng.chance(30) { 1 } else { result[d] }).collect();
+        let reduced: Vec<usize> = (0..result.len()).filter(|_| rng.chance(50)).collect();
+        let x = values(&mut rng, operand.iter().product());
+        BroadcastReduce { operand, result, dimensions, reduced, x }
+    }
+
+    fn broadcast_reference(c: &BroadcastReduce) -> Vec<f32> {
+        let kept: Vec<usize> = (0..c.result.len()).filter(|d| !c.reduced.contains(d)).collect();
+        let out_shape: Vec<usize> = kept.iter().map(|&d| c.result[d]).collect();
+        let reduced_shape: Vec<usize> = c.reduced.iter().map(|&d| c.result[d]).collect();
+        coordinates(&out_shape)
+            .into_iter()
+            .map(|out| {
+                let mut acc = 0.5f32;
+                for r in coordinates(&reduced_shape) {
+                    let mut index = vec![0; c.result.len()];
+                    for (i, &d) in kept.iter().enumerate() {
+                        index[d] = out[i];
+                    }
+                    for (i, &d) in c.reduced.iter().enumerate() {
+                        index[d] = r[i];
+                    }
+                    let read: Vec<usize> = c
+                        .dimensions
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &d)| if c.operand[i] == 1 { 0 } else { index[d] })
+                        .collect();
+                    acc += c.x[offset(&c.operand, &read)];
+                }
+                acc
+            })
+            .collect()
+    }
+
+    fn broadcast_module(c: &BroadcastReduce) -> String {
+        let kept: Vec<usize> = (0..c.result.len()).filter(|d| !c.reduced.contains(d)).map(|d| c.result[d]).collect();
+        let (x, b, o) = (f32_type(&c.operand), f32_type(&c.result), f32_type(&kept));
+        format!(
+            r#"func.func @main(%x: {x}) -> {o} {{
+  %b = "stablehlo.broadcast_in_dim"(%x) <{{broadcast_dimensions = array<i64{colon}{}>}}> : ({x}) -> {b}
+  %init = "stablehlo.constant"() <{{value = dense<0.5> : tensor<f32>}}> : () -> tensor<f32>
+  %r = "stablehlo.reduce"(%b, %init) <{{dimensions = array<i64{rcolon}{}>}}> ({{
+  ^bb0(%acc: tensor<f32>, %e: tensor<f32>):
+    %s = "stablehlo.add"(%acc, %e) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    "stablehlo.return"(%s) : (tensor<f32>) -> ()
+  }}) : ({b}, tensor<f32>) -> {o}
+  return %r : {o}
+}}"#,
+            list(&c.dimensions),
+            list(&c.reduced),
+            colon = if c.dimensions.is_empty() { "" } else { ": " },
+            rcolon = if c.reduced.is_empty() { "" } else { ": " },
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+
+        #[test]
+        fn dot_general_computes_the_specifications_sums(seed in any::<u64>()) {
+            let case = generate_dot(seed);
+            let text = dot_module(&case);
+            let outputs = run_main(&text, vec![f32_tensor(&case.lhs, &case.a), f32_tensor(&case.rhs, &case.b)]);
+            prop_assert_eq!(f32_values(&outputs[0]), dot_reference(&case), "{:?}\n{}", case, text);
+        }
+
+        #[test]
+        fn broadcast_then_reduce_computes_the_specifications_values(seed in any::<u64>()) {
+            let case = generate_broadcast(seed);
+            let text = broadcast_module(&case);
+            let outputs = run_main(&text, vec![f32_tensor(&case.operand, &case.x)]);
+            prop_assert_eq!(f32_values(&outputs[0]), broadcast_reference(&case), "{:?}\n{}", case, text);
+        }
+    }
+}
