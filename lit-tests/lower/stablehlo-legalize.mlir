@@ -9,6 +9,7 @@
 // CHECK-DAG: #[[LHS:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
 // CHECK-DAG: #[[RHS:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
 // CHECK-DAG: #[[OUT:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-DAG: #[[REVERSE:.+]] = affine_map<(d0, d1) -> (d0, -d1 + 1)>
 
 // Elementwise ops: one all-parallel linalg.generic with the scalar op in its body.
 // CHECK-LABEL: func.func @elementwise
@@ -110,4 +111,64 @@ func.func @reduce(%a: tensor<4x5xf32>, %init: tensor<f32>) -> tensor<4xf32> {
 func.func @iota() -> tensor<2x3xf32> {
   %0 = "stablehlo.iota"() <{iota_dimension = 1 : i64}> : () -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
+}
+
+// slice: static offsets, sizes and strides.
+// CHECK-LABEL: func.func @slice
+// CHECK: tensor.extract_slice %arg0[1, 0] [2, 3] [2, 2] : tensor<6x5xf32> to tensor<2x3xf32>
+func.func @slice(%a: tensor<6x5xf32>) -> tensor<2x3xf32> {
+  %0 = "stablehlo.slice"(%a) <{start_indices = array<i64: 1, 0>, limit_indices = array<i64: 5, 5>, strides = array<i64: 2, 2>}> : (tensor<6x5xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// dynamic_slice and dynamic_update_slice: each start index clamped to [0, dim - size].
+// CHECK-LABEL: func.func @dynamic_slices
+// CHECK: %[[I:.+]] = arith.index_cast %{{.+}} : i32 to index
+// CHECK: %[[M:.+]] = arith.constant 6 : index
+// CHECK: %[[G:.+]] = arith.maxsi %[[I]], %{{.+}} : index
+// CHECK: %[[L:.+]] = arith.minsi %[[G]], %[[M]] : index
+// CHECK: tensor.extract_slice %arg0[%[[L]], %{{.+}}] [2, 4] [1, 1] : tensor<8x4xf32> to tensor<2x4xf32>
+// CHECK: tensor.insert_slice %arg3 into %arg0[%{{.+}}, %{{.+}}] [1, 4] [1, 1] : tensor<1x4xf32> into tensor<8x4xf32>
+func.func @dynamic_slices(%a: tensor<8x4xf32>, %i: tensor<i32>, %j: tensor<i32>, %u: tensor<1x4xf32>) -> (tensor<2x4xf32>, tensor<8x4xf32>) {
+  %0 = "stablehlo.dynamic_slice"(%a, %i, %j) <{slice_sizes = array<i64: 2, 4>}> : (tensor<8x4xf32>, tensor<i32>, tensor<i32>) -> tensor<2x4xf32>
+  %1 = "stablehlo.dynamic_update_slice"(%a, %u, %i, %j) : (tensor<8x4xf32>, tensor<1x4xf32>, tensor<i32>, tensor<i32>) -> tensor<8x4xf32>
+  return %0, %1 : tensor<2x4xf32>, tensor<8x4xf32>
+}
+
+// concatenate: each operand inserted at its offset along the dimension; reverse: read from the end.
+// CHECK-LABEL: func.func @concatenate_reverse
+// CHECK: %[[E:.+]] = tensor.empty() : tensor<2x5xf32>
+// CHECK: %[[A:.+]] = tensor.insert_slice %arg0 into %[[E]][0, 0] [2, 2] [1, 1]
+// CHECK: tensor.insert_slice %arg1 into %[[A]][0, 2] [2, 3] [1, 1]
+// CHECK: linalg.generic {indexing_maps = [#[[REVERSE]], #{{.+}}]
+func.func @concatenate_reverse(%a: tensor<2x2xf32>, %b: tensor<2x3xf32>) -> (tensor<2x5xf32>, tensor<2x2xf32>) {
+  %0 = "stablehlo.concatenate"(%a, %b) <{dimension = 1 : i64}> : (tensor<2x2xf32>, tensor<2x3xf32>) -> tensor<2x5xf32>
+  %1 = "stablehlo.reverse"(%a) <{dimensions = array<i64: 1>}> : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  return %0, %1 : tensor<2x5xf32>, tensor<2x2xf32>
+}
+
+// pad: tensor.pad for edges alone; interior padding places elements apart in a filled result,
+// a negative edge crops.
+// CHECK-LABEL: func.func @pad
+// CHECK: tensor.pad %arg0 low[1, 0] high[0, 2]
+// CHECK: tensor.yield
+// CHECK: %[[C:.+]] = tensor.extract_slice %arg0[0, 1] [3, 3] [1, 1] : tensor<3x4xf32> to tensor<3x3xf32>
+// CHECK: %[[F:.+]] = linalg.fill
+// CHECK: tensor.insert_slice %[[C]] into %[[F]][0, 0] [3, 3] [2, 1] : tensor<3x3xf32> into tensor<5x3xf32>
+func.func @pad(%a: tensor<3x4xf32>, %v: tensor<f32>) -> (tensor<4x6xf32>, tensor<5x3xf32>) {
+  %0 = "stablehlo.pad"(%a, %v) <{edge_padding_low = array<i64: 1, 0>, edge_padding_high = array<i64: 0, 2>, interior_padding = array<i64: 0, 0>}> : (tensor<3x4xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %1 = "stablehlo.pad"(%a, %v) <{edge_padding_low = array<i64: 0, -1>, edge_padding_high = array<i64: 0, 0>, interior_padding = array<i64: 1, 0>}> : (tensor<3x4xf32>, tensor<f32>) -> tensor<5x3xf32>
+  return %0, %1 : tensor<4x6xf32>, tensor<5x3xf32>
+}
+
+// gather (an embedding lookup): one generic over the result whose body reads the start
+// index, clamps it, and extracts the operand element.
+// CHECK-LABEL: func.func @gather
+// CHECK: linalg.generic {{.*}} outs(%{{.+}} : tensor<8x16x32xf32>)
+// CHECK: tensor.extract %arg1[%{{.+}}, %{{.+}}, %{{.+}}] : tensor<8x16x1xi32>
+// CHECK: arith.minsi
+// CHECK: tensor.extract %arg0[%{{.+}}, %{{.+}}] : tensor<64x32xf32>
+func.func @gather(%table: tensor<64x32xf32>, %ids: tensor<8x16x1xi32>) -> tensor<8x16x32xf32> {
+  %0 = "stablehlo.gather"(%table, %ids) <{dimension_numbers = #stablehlo.gather<offset_dims = [2], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 2>, indices_are_sorted = false, slice_sizes = array<i64: 1, 32>}> : (tensor<64x32xf32>, tensor<8x16x1xi32>) -> tensor<8x16x32xf32>
+  return %0 : tensor<8x16x32xf32>
 }

@@ -18,6 +18,12 @@
 //! | `dot_general` | `linalg.fill` with zero, then a `linalg.generic` over batch, free and contracting dimensions (multiply, add) |
 //! | `reduce` (one operand, a body of one binary op) | `linalg.fill` with the init, then `linalg.reduce` |
 //! | `iota` | `linalg.generic` of `linalg.index`, converted |
+//! | `slice`, `dynamic_slice` (starts clamped) | `tensor.extract_slice` |
+//! | `dynamic_update_slice` (starts clamped) | `tensor.insert_slice` |
+//! | `concatenate` | `tensor.insert_slice`s into a `tensor.empty` |
+//! | `reverse` | `linalg.generic` reading `size - 1 - d` |
+//! | `pad` | `tensor.pad`; with interior padding or negative edges, crop, fill, strided `tensor.insert_slice` |
+//! | `gather` | `linalg.generic` over the result, its body computing the operand index (`tensor.extract`) |
 //!
 //! Anything else is left for the leftover lowering (`while`, `scatter`,
 //! `optimization_barrier`), which names any op it cannot lower at its location.
@@ -158,6 +164,13 @@ pub(crate) const LEGALIZED: &[&str] = &[
     "reduce",
     "iota",
     "convert",
+    "slice",
+    "dynamic_slice",
+    "dynamic_update_slice",
+    "concatenate",
+    "reverse",
+    "pad",
+    "gather",
     "add",
     "subtract",
     "multiply",
@@ -224,6 +237,87 @@ fn template(op: Op) -> Result<Option<String>, OpError> {
             )
         }
         "dot_general" => dot_general(op, &operands, &results[0])?,
+        "slice" => {
+            let (start, strides) = (int_list(op, "start_indices")?, int_list(op, "strides")?);
+            let (o, r) = (&operands[0], &results[0]);
+            format!(
+                "%r = tensor.extract_slice %a0[{}] [{}] [{}] : {} to {}\nreturn %r : {}",
+                join(&start),
+                join(&r.shape),
+                join(&strides),
+                o.text(),
+                r.text(),
+                r.text()
+            )
+        }
+        "dynamic_slice" => {
+            let sizes = int_list(op, "slice_sizes")?;
+            let (o, r) = (&operands[0], &results[0]);
+            let (clamp, offsets) = clamped_starts(op, &operands[1..], &o.shape, &sizes)?;
+            format!(
+                "{clamp}%r = tensor.extract_slice %a0[{offsets}] [{}] [{}] : {} to {}\nreturn %r : {}",
+                join(&sizes),
+                join(&vec![1; sizes.len()]),
+                o.text(),
+                r.text(),
+                r.text()
+            )
+        }
+        "dynamic_update_slice" => {
+            let (o, u) = (&operands[0], &operands[1]);
+            let (clamp, offsets) = clamped_starts(op, &operands[2..], &o.shape, &u.shape)?;
+            format!(
+                "{clamp}%r = tensor.insert_slice %a1 into %a0[{offsets}] [{}] [{}] : {} into {}\nreturn %r : {}",
+                join(&u.shape),
+                join(&vec![1; u.rank()]),
+                u.text(),
+                o.text(),
+                o.text()
+            )
+        }
+        "concatenate" => {
+            let dimension = ir::attribute(op, "dimension")
+                .and_then(ir::integer_attribute_value)
+                .and_then(|d| usize::try_from(d).ok())
+                .filter(|&d| d < results[0].rank())
+                .ok_or_else(|| unsupported("has no valid dimension"))?;
+            let r = &results[0];
+            let mut body = format!("%t0 = tensor.empty() : {}\n", r.text());
+            let mut at = 0;
+            for (i, o) in operands.iter().enumerate() {
+                let mut offsets = vec![0; r.rank()];
+                offsets[dimension] = at;
+                let _ = writeln!(
+                    body,
+                    "%t{} = tensor.insert_slice %a{i} into %t{i}[{}] [{}] [{}] : {} into {}",
+                    i + 1,
+                    join(&offsets),
+                    join(&o.shape),
+                    join(&vec![1; o.rank()]),
+                    o.text(),
+                    r.text()
+                );
+                at += o.shape[dimension];
+            }
+            let _ = write!(body, "return %t{} : {}", operands.len(), r.text());
+            body
+        }
+        "reverse" => {
+            let reversed = int_list(op, "dimensions")?;
+            let r = &results[0];
+            let reads: Vec<String> = (0..r.rank())
+                .map(|d| {
+                    if reversed.contains(&(d as i64)) {
+                        format!("{} - d{d}", r.shape[d] - 1)
+                    } else {
+                        format!("d{d}")
+                    }
+                })
+                .collect();
+            copy_with_map(&operands[0], r, &reads.join(", "))
+        }
+        "pad" => pad(op, &operands, &results[0])?,
+        "gather" => gather(op, &operands, &results[0])?,
         "reduce" => return reduce(op, &operands, &results).map(Some),
         "iota" => {
             let dimension = ir::attribute(op, "iota_dimension")
@@ -552,6 +646,218 @@ fn dot_general(op: Op, operands: &[Tensor], result: &Tensor) -> Result<String, O
         it = iterators.join(", "),
         lt = lhs.text(),
         rt = rhs.text(),
+    ))
+}
+
+fn join<T: ToString>(values: &[T]) -> String {
+    values.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// A `linalg.generic` copying `operand` into a fresh `result`, reading the operand at `reads`
+/// (affine expressions of the result's `d0, d1, …`).
+fn copy_with_map(operand: &Tensor, result: &Tensor, reads: &str) -> String {
+    let rank = result.rank();
+    let t = result.text();
+    format!(
+        "%e = tensor.empty() : {t}\n%r = linalg.generic {{indexing_maps = [affine_map<({all}) -> ({reads})>, {out}], iterator_types = [{it}]}} ins(%a0 : {o}) outs(%e : {t}) {{\n^bb0(%x: {el}, %y: {el}):\nlinalg.yield %x : {el}\n}} -> {t}\nreturn %r : {t}",
+        all = dims(rank),
+        out = identity_map(rank),
+        it = parallel(rank),
+        o = operand.text(),
+        el = result.element,
+    )
+}
+
+/// The start indices of a `dynamic_slice` or `dynamic_update_slice` (0-d integer tensors,
+/// operands `%a{first}…`), each clamped to `[0, dim - size]` as the specification says: the
+/// ops computing them, and the `%l…` names to use as offsets.
+fn clamped_starts(op: Op, starts: &[Tensor], shape: &[i64], sizes: &[i64]) -> Result<(String, String), OpError> {
+    if starts.len() != shape.len() || sizes.len() != shape.len() {
+        return Err(error_at(op, "expected one start index and one size per dimension"));
+    }
+    let first = ir::operands(op).len() - starts.len();
+    let mut text = String::from("%zero = arith.constant 0 : index\n");
+    let mut names = Vec::new();
+    for (i, start) in starts.iter().enumerate() {
+        if start.rank() != 0 || !is_integer(&start.element) || start.element == "i1" {
+            return Err(error_at(
+                op,
+                format!("start index {i} must be a 0-d signless integer tensor, found {}", start.text()),
+            ));
+        }
+        let a = first + i;
+        let _ = writeln!(
+            text,
+            "%s{i} = tensor.extract %a{a}[] : {t}\n%i{i} = arith.index_cast %s{i} : {el} to index\n%m{i} = arith.constant {limit} : index\n%g{i} = arith.maxsi %i{i}, %zero : index\n%l{i} = arith.minsi %g{i}, %m{i} : index",
+            t = start.text(),
+            el = start.element,
+            limit = (shape[i] - sizes[i]).max(0),
+        );
+        names.push(format!("%l{i}"));
+    }
+    Ok((text, names.join(", ")))
+}
+
+/// `pad` (spec): the padding value everywhere, the operand's elements placed `interior + 1`
+/// apart from `edge_padding_low`; negative edges crop. Without interior padding or cropping,
+/// `tensor.pad`, as jaxlib emits it.
+fn pad(op: Op, operands: &[Tensor], result: &Tensor) -> Result<String, OpError> {
+    let (low, high, interior) =
+        (int_list(op, "edge_padding_low")?, int_list(op, "edge_padding_high")?, int_list(op, "interior_padding")?);
+    let (o, value) = (&operands[0], &operands[1]);
+    let rank = o.rank();
+    if low.len() != rank || high.len() != rank || interior.len() != rank {
+        return Err(error_at(op, "expected one padding amount per dimension"));
+    }
+    if (0..rank).any(|d| interior[d] < 0 || (interior[d] > 0 && (low[d] < 0 || high[d] < 0))) {
+        return Err(error_at(op, "'stablehlo.pad' with negative edges and interior padding in one dimension is not supported by the legalization yet"));
+    }
+    let (t, el) = (result.text(), &result.element);
+    let mut body = format!("%v = tensor.extract %a1[] : {}\n", value.text());
+    if interior.iter().all(|&i| i == 0) && low.iter().chain(&high).all(|&p| p >= 0) {
+        let _ = write!(
+            body,
+            "%r = tensor.pad %a0 low[{}] high[{}] {{\n^bb0({}):\ntensor.yield %v : {el}\n}} : {} to {t}\nreturn %r : {t}",
+            join(&low),
+            join(&high),
+            (0..rank).map(|d| format!("%p{d}: index")).collect::<Vec<_>>().join(", "),
+            o.text()
+        );
+        return Ok(body);
+    }
+    // Crop negative edges, then place the rest with strides into a filled result.
+    let crop_low: Vec<i64> = low.iter().map(|&l| (-l).max(0)).collect();
+    let kept: Vec<i64> = (0..rank).map(|d| (o.shape[d] - crop_low[d] - (-high[d]).max(0)).max(0)).collect();
+    let cropped = Tensor { shape: kept.clone(), element: o.element.clone() };
+    let source = if crop_low.iter().all(|&c| c == 0) && kept == o.shape {
+        "%a0"
+    } else {
+        let _ = writeln!(
+            body,
+            "%c = tensor.extract_slice %a0[{}] [{}] [{}] : {} to {}",
+            join(&crop_low),
+            join(&kept),
+            join(&vec![1; rank]),
+            o.text(),
+            cropped.text()
+        );
+        "%c"
+    };
+    let offsets: Vec<i64> = low.iter().map(|&l| l.max(0)).collect();
+    let strides: Vec<i64> = interior.iter().map(|&i| i + 1).collect();
+    let _ = write!(
+        body,
+        "%e = tensor.empty() : {t}\n%f = linalg.fill ins(%v : {el}) outs(%e : {t}) -> {t}\n%r = tensor.insert_slice {source} into %f[{}] [{}] [{}] : {} into {t}\nreturn %r : {t}",
+        join(&offsets),
+        join(&kept),
+        join(&strides),
+        cropped.text()
+    );
+    Ok(body)
+}
+
+/// A `#stablehlo.gather<…>` attribute's fields (absent lists are empty).
+struct GatherNumbers {
+    offset_dims: Vec<i64>,
+    collapsed: Vec<i64>,
+    operand_batching: Vec<i64>,
+    indices_batching: Vec<i64>,
+    start_index_map: Vec<i64>,
+    index_vector_dim: usize,
+}
+
+impl GatherNumbers {
+    fn parse(text: &str) -> GatherNumbers {
+        let index_vector_dim = text
+            .find("index_vector_dim = ")
+            .and_then(|at| text[at + 19..].split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+            .unwrap_or(0);
+        GatherNumbers {
+            offset_dims: bracket_field(text, "offset_dims"),
+            collapsed: bracket_field(text, "collapsed_slice_dims"),
+            operand_batching: bracket_field(text, "operand_batching_dims"),
+            indices_batching: bracket_field(text, "start_indices_batching_dims"),
+            start_index_map: bracket_field(text, "start_index_map"),
+            index_vector_dim,
+        }
+    }
+}
+
+/// `gather` (spec): one `linalg.generic` over the result, whose body computes each element's
+/// operand index — the batch index's start indices (read from the indices tensor, clamped to
+/// `[0, dim - slice_size]`), the batching dimensions, and the offset — and extracts it, as
+/// jaxlib lowers it.
+fn gather(op: Op, operands: &[Tensor], result: &Tensor) -> Result<String, OpError> {
+    let numbers = ir::attribute(op, "dimension_numbers")
+        .map(ir::attribute_text)
+        .ok_or_else(|| error_at(op, "'stablehlo.gather' has no dimension_numbers"))?;
+    let GatherNumbers { offset_dims, collapsed, operand_batching, indices_batching, start_index_map, index_vector_dim } =
+        GatherNumbers::parse(&numbers);
+    let slice_sizes = int_list(op, "slice_sizes")?;
+    let (operand, indices) = (&operands[0], &operands[1]);
+    if !is_integer(&indices.element) || indices.element == "i1" {
+        return Err(error_at(op, format!("gather indices must be signless integers, found {}", indices.text())));
+    }
+    let rank = result.rank();
+    let batch_dims: Vec<usize> = (0..rank).filter(|d| !offset_dims.contains(&(*d as i64))).collect();
+    let mut body = String::new();
+    for d in 0..rank {
+        let _ = writeln!(body, "%d{d} = linalg.index {d} : index");
+    }
+    // The indices tensor's index for start index `k`: the batch index with `k` at
+    // index_vector_dim (or the batch index alone when index_vector_dim is its rank).
+    let indices_index = |k: usize| -> Vec<String> {
+        let mut index: Vec<String> = batch_dims.iter().map(|&d| format!("%d{d}")).collect();
+        if index_vector_dim < indices.rank() {
+            index.insert(index_vector_dim, format!("%k{k}"));
+        }
+        index
+    };
+    let mut operand_index: Vec<String> = vec!["%zero".into(); operand.rank()];
+    let _ = writeln!(body, "%zero = arith.constant 0 : index");
+    for (k, &d) in start_index_map.iter().enumerate() {
+        let d = d as usize;
+        if d >= operand.rank() || d >= slice_sizes.len() {
+            return Err(error_at(op, "start_index_map names a dimension the operand does not have"));
+        }
+        let _ = writeln!(
+            body,
+            "%k{k} = arith.constant {k} : index\n%s{k} = tensor.extract %a1[{}] : {}\n%i{k} = arith.index_cast %s{k} : {} to index\n%m{k} = arith.constant {} : index\n%g{k} = arith.maxsi %i{k}, %zero : index\n%l{k} = arith.minsi %g{k}, %m{k} : index",
+            indices_index(k).join(", "),
+            indices.text(),
+            indices.element,
+            (operand.shape[d] - slice_sizes[d]).max(0)
+        );
+        operand_index[d] = format!("%l{k}");
+    }
+    for (&od, &sd) in operand_batching.iter().zip(&indices_batching) {
+        let sd = sd as usize;
+        let position = if sd < index_vector_dim { sd } else { sd - 1 };
+        let Some(&result_dim) = batch_dims.get(position) else {
+            return Err(error_at(op, "start_indices_batching_dims names a dimension the batch index does not have"));
+        };
+        operand_index[od as usize] = format!("%d{result_dim}");
+    }
+    // Offsets: the operand's dimensions neither collapsed nor batching, in order, take the
+    // result's offset dimensions.
+    let offset_operand_dims: Vec<usize> = (0..operand.rank())
+        .filter(|d| !collapsed.contains(&(*d as i64)) && !operand_batching.contains(&(*d as i64)))
+        .collect();
+    if offset_operand_dims.len() != offset_dims.len() {
+        return Err(error_at(op, "offset_dims do not match the operand's uncollapsed dimensions"));
+    }
+    for (&od, &rd) in offset_operand_dims.iter().zip(&offset_dims) {
+        let base = operand_index[od].clone();
+        let _ = writeln!(body, "%o{od} = arith.addi {base}, %d{rd} : index");
+        operand_index[od] = format!("%o{od}");
+    }
+    let t = result.text();
+    let el = &result.element;
+    let _ = writeln!(body, "%v = tensor.extract %a0[{}] : {}", operand_index.join(", "), operand.text());
+    Ok(format!(
+        "%e = tensor.empty() : {t}\n%r = linalg.generic {{indexing_maps = [{map}], iterator_types = [{it}]}} outs(%e : {t}) {{\n^bb0(%out: {el}):\n{body}linalg.yield %v : {el}\n}} -> {t}\nreturn %r : {t}",
+        map = identity_map(rank),
+        it = parallel(rank),
     ))
 }
 
