@@ -172,3 +172,41 @@ func.func @gather(%table: tensor<64x32xf32>, %ids: tensor<8x16x1xi32>) -> tensor
   %0 = "stablehlo.gather"(%table, %ids) <{dimension_numbers = #stablehlo.gather<offset_dims = [2], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 2>, indices_are_sorted = false, slice_sizes = array<i64: 1, 32>}> : (tensor<64x32xf32>, tensor<8x16x1xi32>) -> tensor<8x16x32xf32>
   return %0 : tensor<8x16x32xf32>
 }
+
+// convolution, forward layout: padded input, then the result's dimensions, the window's and
+// the input feature (linalg.conv_2d_nhwc_hwcf's order), reading input[o * stride + k].
+// CHECK-LABEL: func.func @convolution
+// CHECK: %[[P:.+]] = tensor.pad %arg0 low[0, 1, 1, 0] high[0, 1, 1, 0]
+// CHECK: linalg.generic {indexing_maps = [#[[CIN:.+]], #[[CK:.+]], #[[COUT:.+]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[P]], %arg1 : tensor<1x6x6x2xf32>, tensor<3x3x2x4xf32>)
+func.func @convolution(%x: tensor<1x4x4x2xf32>, %w: tensor<3x3x2x4xf32>) -> tensor<1x2x2x4xf32> {
+  %0 = "stablehlo.convolution"(%x, %w) <{batch_group_count = 1 : i64, dimension_numbers = #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, feature_group_count = 1 : i64, padding = dense<1> : tensor<2x2xi64>, window_strides = array<i64: 2, 2>}> : (tensor<1x4x4x2xf32>, tensor<3x3x2x4xf32>) -> tensor<1x2x2x4xf32>
+  return %0 : tensor<1x2x2x4xf32>
+}
+
+// Any other layout (a weight gradient): jaxlib's general order — input feature, output
+// feature, (output, window) per spatial dimension, batch.
+// CHECK-LABEL: func.func @weight_gradient
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "parallel", "reduction", "parallel", "reduction", "parallel"]
+func.func @weight_gradient(%x: tensor<2x4x4x3xf32>, %g: tensor<2x4x4x5xf32>) -> tensor<3x3x3x5xf32> {
+  %0 = "stablehlo.convolution"(%x, %g) <{batch_group_count = 1 : i64, dimension_numbers = #stablehlo.conv<[f, 0, 1, b]x[i, 0, 1, o]->[0, 1, b, f]>, feature_group_count = 1 : i64, padding = dense<1> : tensor<2x2xi64>}> : (tensor<2x4x4x3xf32>, tensor<2x4x4x5xf32>) -> tensor<3x3x3x5xf32>
+  return %0 : tensor<3x3x3x5xf32>
+}
+
+// reduce_window (a max pool): the input padded with the init, a window-shaped tensor.empty
+// giving the window's extent, the window folded in index order.
+// CHECK-LABEL: func.func @max_pool
+// CHECK: %[[INIT:.+]] = tensor.extract %arg1[] : tensor<f32>
+// CHECK: tensor.pad %arg0 low[0, 1, 1, 0] high[0, 1, 1, 0]
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tensor.yield %[[INIT]] : f32
+// CHECK: %[[W:.+]] = tensor.empty() : tensor<1x3x3x1xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction", "reduction"]} ins(%{{.+}}, %[[W]] :
+// CHECK: arith.maximumf
+func.func @max_pool(%x: tensor<1x4x4x2xf32>, %init: tensor<f32>) -> tensor<1x2x2x2xf32> {
+  %0 = "stablehlo.reduce_window"(%x, %init) <{padding = dense<[[0, 0], [1, 1], [1, 1], [0, 0]]> : tensor<4x2xi64>, window_dimensions = array<i64: 1, 3, 3, 1>, window_strides = array<i64: 1, 2, 2, 1>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %m = "stablehlo.maximum"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    "stablehlo.return"(%m) : (tensor<f32>) -> ()
+  }) : (tensor<1x4x4x2xf32>, tensor<f32>) -> tensor<1x2x2x2xf32>
+  return %0 : tensor<1x2x2x2xf32>
+}

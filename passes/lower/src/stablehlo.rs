@@ -3,7 +3,8 @@
 //!
 //! * the ops of [`legalize::LEGALIZED`] (elementwise arithmetic and math, `compare`, `select`,
 //!   `convert`, `constant`, `broadcast_in_dim`, `reshape`, `transpose`, `dot_general`, `reduce`,
-//!   `iota`, slices, `concatenate`, `reverse`, `pad`, `gather`) — to linalg, tensor, arith and
+//!   `iota`, slices, `concatenate`, `reverse`, `pad`, `gather`, `convolution`, `reduce_window`)
+//!   — to linalg, tensor, arith and
 //!   math on tensors, in-tree, as jaxlib's
 //!   `stablehlo-legalize-to-linalg` decomposes them (see [`legalize`]), so StableHLO steps run
 //!   without jaxlib;

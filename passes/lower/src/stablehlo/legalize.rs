@@ -24,6 +24,8 @@
 //! | `reverse` | `linalg.generic` reading `size - 1 - d` |
 //! | `pad` | `tensor.pad`; with interior padding or negative edges, crop, fill, strided `tensor.insert_slice` |
 //! | `gather` | `linalg.generic` over the result, its body computing the operand index (`tensor.extract`) |
+//! | `convolution` (one feature and batch group) | the input padded and dilated, then a `linalg.generic` summing in jaxlib's order for the layout |
+//! | `reduce_window` (one operand, a one-op body) | the input padded with the init, then a `linalg.generic` over result and window |
 //!
 //! Anything else is left for the leftover lowering (`while`, `scatter`,
 //! `optimization_barrier`), which names any op it cannot lower at its location.
@@ -34,9 +36,9 @@ use remat_mlir::ir::{self, Op, Val};
 use std::collections::HashMap;
 use std::fmt::Write;
 
-/// The legalization of every supported StableHLO op nested in `root` (not those inside a
-/// `reduce` or `scatter` body: their owner reads them), checked but not applied: each op with
-/// its template's body.
+/// The legalization of every supported StableHLO op nested in `root` (not those in the body of
+/// another StableHLO op but `while`: their owner reads them), checked but not applied: each op
+/// with its template's body.
 pub(crate) fn plan(root: Op) -> Result<Vec<(Op, String)>, OpError> {
     let mut templates = Vec::new();
     for op in ir::nested_ops(root) {
@@ -58,11 +60,15 @@ pub(crate) fn apply(templates: Vec<(Op, String)>) -> Result<usize, OpError> {
     Ok(count)
 }
 
-/// Whether `op` is in the body of a `stablehlo.reduce` or `stablehlo.scatter` (scalar code on
-/// 0-d tensors that its owner translates).
+/// Whether `op` is in the body of a StableHLO op other than `while` (`reduce`,
+/// `reduce_window`, `scatter`, `sort`, …: scalar code on 0-d tensors that its owner
+/// translates, and erases with it).
 fn inside_body(op: Op) -> bool {
     let parent = unsafe { mlirOperationGetParentOperation(op) };
-    !parent.ptr.is_null() && matches!(ir::op_name(parent).as_str(), "stablehlo.reduce" | "stablehlo.scatter")
+    !parent.ptr.is_null() && {
+        let name = ir::op_name(parent);
+        name.starts_with("stablehlo.") && name != "stablehlo.while"
+    }
 }
 
 /// A ranked tensor type, read from its text (`tensor<4x8xf32>`, `tensor<f32>`).
@@ -171,6 +177,8 @@ pub(crate) const LEGALIZED: &[&str] = &[
     "reverse",
     "pad",
     "gather",
+    "convolution",
+    "reduce_window",
     "add",
     "subtract",
     "multiply",
@@ -318,6 +326,8 @@ fn template(op: Op) -> Result<Option<String>, OpError> {
         }
         "pad" => pad(op, &operands, &results[0])?,
         "gather" => gather(op, &operands, &results[0])?,
+        "convolution" => convolution(op, &operands, &results[0])?,
+        "reduce_window" => reduce_window(op, &operands, &results)?,
         "reduce" => return reduce(op, &operands, &results).map(Some),
         "iota" => {
             let dimension = ir::attribute(op, "iota_dimension")
@@ -712,48 +722,69 @@ fn pad(op: Op, operands: &[Tensor], result: &Tensor) -> Result<String, OpError> 
     if (0..rank).any(|d| interior[d] < 0 || (interior[d] > 0 && (low[d] < 0 || high[d] < 0))) {
         return Err(error_at(op, "'stablehlo.pad' with negative edges and interior padding in one dimension is not supported by the legalization yet"));
     }
+    let t = result.text();
+    Ok(format!(
+        "%v = tensor.extract %a1[] : {}\n{}return %pr : {t}",
+        value.text(),
+        pad_text("%a0", o, result, &Padding { low, high, interior }, "%v", "p")
+    ))
+}
+
+/// Edge and interior padding per dimension (`pad`'s operands).
+struct Padding {
+    low: Vec<i64>,
+    high: Vec<i64>,
+    interior: Vec<i64>,
+}
+
+/// The ops padding `source` (of type `o`) into `result` with the scalar `value`, their SSA
+/// names prefixed with `prefix`; the padded tensor is `%{prefix}r`. Interior padding must not
+/// meet a negative edge in one dimension (the caller checks).
+fn pad_text(source: &str, o: &Tensor, result: &Tensor, padding: &Padding, value: &str, prefix: &str) -> String {
+    let Padding { low, high, interior } = padding;
+    let rank = o.rank();
     let (t, el) = (result.text(), &result.element);
-    let mut body = format!("%v = tensor.extract %a1[] : {}\n", value.text());
-    if interior.iter().all(|&i| i == 0) && low.iter().chain(&high).all(|&p| p >= 0) {
-        let _ = write!(
+    let mut body = String::new();
+    if interior.iter().all(|&i| i == 0) && low.iter().chain(high.iter()).all(|&p| p >= 0) {
+        let _ = writeln!(
             body,
-            "%r = tensor.pad %a0 low[{}] high[{}] {{\n^bb0({}):\ntensor.yield %v : {el}\n}} : {} to {t}\nreturn %r : {t}",
-            join(&low),
-            join(&high),
-            (0..rank).map(|d| format!("%p{d}: index")).collect::<Vec<_>>().join(", "),
+            "%{prefix}r = tensor.pad {source} low[{}] high[{}] {{\n^bb0({}):\ntensor.yield {value} : {el}\n}} : {} to {t}",
+            join(low),
+            join(high),
+            (0..rank).map(|d| format!("%{prefix}i{d}: index")).collect::<Vec<_>>().join(", "),
             o.text()
         );
-        return Ok(body);
+        return body;
     }
     // Crop negative edges, then place the rest with strides into a filled result.
     let crop_low: Vec<i64> = low.iter().map(|&l| (-l).max(0)).collect();
     let kept: Vec<i64> = (0..rank).map(|d| (o.shape[d] - crop_low[d] - (-high[d]).max(0)).max(0)).collect();
     let cropped = Tensor { shape: kept.clone(), element: o.element.clone() };
-    let source = if crop_low.iter().all(|&c| c == 0) && kept == o.shape {
-        "%a0"
+    let placed = if crop_low.iter().all(|&c| c == 0) && kept == o.shape {
+        source.to_string()
     } else {
         let _ = writeln!(
             body,
-            "%c = tensor.extract_slice %a0[{}] [{}] [{}] : {} to {}",
+            "%{prefix}c = tensor.extract_slice {source}[{}] [{}] [{}] : {} to {}",
             join(&crop_low),
             join(&kept),
             join(&vec![1; rank]),
             o.text(),
             cropped.text()
         );
-        "%c"
+        format!("%{prefix}c")
     };
     let offsets: Vec<i64> = low.iter().map(|&l| l.max(0)).collect();
     let strides: Vec<i64> = interior.iter().map(|&i| i + 1).collect();
-    let _ = write!(
+    let _ = writeln!(
         body,
-        "%e = tensor.empty() : {t}\n%f = linalg.fill ins(%v : {el}) outs(%e : {t}) -> {t}\n%r = tensor.insert_slice {source} into %f[{}] [{}] [{}] : {} into {t}\nreturn %r : {t}",
+        "%{prefix}e = tensor.empty() : {t}\n%{prefix}f = linalg.fill ins({value} : {el}) outs(%{prefix}e : {t}) -> {t}\n%{prefix}r = tensor.insert_slice {placed} into %{prefix}f[{}] [{}] [{}] : {} into {t}",
         join(&offsets),
         join(&kept),
         join(&strides),
         cropped.text()
     );
-    Ok(body)
+    body
 }
 
 /// A `#stablehlo.gather<…>` attribute's fields (absent lists are empty).
@@ -861,22 +892,213 @@ fn gather(op: Op, operands: &[Tensor], result: &Tensor) -> Result<String, OpErro
     ))
 }
 
+/// An optional `padding` attribute (`dense<N>` or `dense<[[lo, hi], …]>` of `pairs` pairs),
+/// flattened to `[lo0, hi0, lo1, hi1, …]`; zeros without it.
+fn padding_pairs(op: Op, pairs: usize) -> Result<Vec<i64>, OpError> {
+    let Some(attr) = ir::attribute(op, "padding") else { return Ok(vec![0; 2 * pairs]) };
+    let text = ir::attribute_text(attr);
+    let body = &text[text.find('<').map_or(0, |i| i + 1)..text.find('>').unwrap_or(text.len())];
+    let numbers: Vec<i64> = body.split([',', '[', ']']).filter_map(|v| v.trim().parse().ok()).collect();
+    match numbers.len() {
+        1 => Ok(vec![numbers[0]; 2 * pairs]),
+        l if l == 2 * pairs => Ok(numbers),
+        _ => Err(error_at(op, format!("cannot read the padding {text}"))),
+    }
+}
+
+/// An optional `array<i64: …>` attribute, or `default` per dimension.
+fn int_list_or(op: Op, name: &str, count: usize, default: i64) -> Result<Vec<i64>, OpError> {
+    match ir::attribute(op, name) {
+        None => Ok(vec![default; count]),
+        Some(_) => {
+            let values = int_list(op, name)?;
+            if values.len() != count {
+                return Err(error_at(op, format!("'{name}' must have {count} values")));
+            }
+            Ok(values)
+        }
+    }
+}
+
+/// The layout in a `#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>`: for each of
+/// the three, the position of each letter and of each spatial dimension.
+#[derive(PartialEq)]
+struct ConvLayout {
+    /// `(batch, feature, spatial positions)` of the input.
+    lhs: (usize, usize, Vec<usize>),
+    /// `(input feature, output feature, spatial positions)` of the kernel.
+    rhs: (usize, usize, Vec<usize>),
+    /// `(batch, feature, spatial positions)` of the result.
+    out: (usize, usize, Vec<usize>),
+}
+
+impl ConvLayout {
+    fn parse(text: &str) -> Option<ConvLayout> {
+        let inner = &text[text.find('<')? + 1..text.rfind('>')?];
+        let (lhs, rest) = inner.split_once('x')?;
+        let (rhs, out) = rest.split_once("->")?;
+        let fields = |part: &str| -> Vec<String> {
+            part.trim().trim_start_matches('[').trim_end_matches(']').split(',').map(|f| f.trim().to_string()).collect()
+        };
+        let layout = |part: &str, first: &str, second: &str| -> Option<(usize, usize, Vec<usize>)> {
+            let f = fields(part);
+            let a = f.iter().position(|x| x == first)?;
+            let b = f.iter().position(|x| x == second)?;
+            let spatial =
+                (0..f.len() - 2).map(|d| f.iter().position(|x| x == &d.to_string())).collect::<Option<Vec<usize>>>()?;
+            Some((a, b, spatial))
+        };
+        Some(ConvLayout { lhs: layout(lhs, "b", "f")?, rhs: layout(rhs, "i", "o")?, out: layout(out, "b", "f")? })
+    }
+}
+
+/// `convolution` (spec) with one feature group and one batch group: the input padded (edges
+/// from `padding`, `lhs_dilation - 1` zeros between elements, as `pad` does), then one
+/// `linalg.generic` over the result's dimensions and the reduction over the window and the
+/// input features (input feature innermost, as `linalg.conv_2d_nhwc_hwcf`), reading the input at
+/// `output · stride + window · rhs_dilation` and the kernel, reversed where `window_reversal` says.
+fn convolution(op: Op, operands: &[Tensor], result: &Tensor) -> Result<String, OpError> {
+    let not_yet =
+        |why: &str| error_at(op, format!("'stablehlo.convolution' {why} is not supported by the legalization yet"));
+    let groups = |name: &str| ir::attribute(op, name).and_then(ir::integer_attribute_value).unwrap_or(1);
+    if groups("feature_group_count") != 1 || groups("batch_group_count") != 1 {
+        return Err(not_yet("with feature or batch groups"));
+    }
+    let numbers = ir::attribute(op, "dimension_numbers")
+        .map(ir::attribute_text)
+        .ok_or_else(|| error_at(op, "'stablehlo.convolution' has no dimension_numbers"))?;
+    let layout = ConvLayout::parse(&numbers)
+        .ok_or_else(|| error_at(op, format!("cannot read the convolution's dimension numbers {numbers}")))?;
+    let (lhs, rhs) = (&operands[0], &operands[1]);
+    if !result.is_float() || lhs.element != result.element || rhs.element != result.element {
+        return Err(not_yet("on mixed or integer element types"));
+    }
+    let n = layout.lhs.2.len();
+    let strides = int_list_or(op, "window_strides", n, 1)?;
+    let lhs_dilation = int_list_or(op, "lhs_dilation", n, 1)?;
+    let rhs_dilation = int_list_or(op, "rhs_dilation", n, 1)?;
+    let reversal: Vec<bool> = match ir::attribute(op, "window_reversal") {
+        None => vec![false; n],
+        Some(attr) => {
+            let text = ir::attribute_text(attr);
+            let inner = text.split_once(':').map_or("", |(_, rest)| rest.trim_end_matches('>'));
+            inner.split(',').map(|v| v.trim() == "true").collect()
+        }
+    };
+    let padding = padding_pairs(op, n)?;
+    if reversal.len() != n {
+        return Err(error_at(op, "window_reversal must have one flag per spatial dimension"));
+    }
+    // The input, padded and dilated as `pad` would.
+    let mut padded_shape = lhs.shape.clone();
+    let mut low = vec![0; lhs.rank()];
+    let mut high = vec![0; lhs.rank()];
+    let mut interior = vec![0; lhs.rank()];
+    for (s, &d) in layout.lhs.2.iter().enumerate() {
+        low[d] = padding[2 * s];
+        high[d] = padding[2 * s + 1];
+        interior[d] = lhs_dilation[s] - 1;
+        let dilated = if lhs.shape[d] == 0 { 0 } else { (lhs.shape[d] - 1) * lhs_dilation[s] + 1 };
+        padded_shape[d] = dilated + low[d] + high[d];
+    }
+    let padded = Tensor { shape: padded_shape, element: lhs.element.clone() };
+    let el = &result.element;
+    let mut body = String::new();
+    let input = if low.iter().chain(&high).chain(&interior).all(|&p| p == 0) {
+        "%a0".to_string()
+    } else {
+        if low.iter().chain(&high).any(|&p| p < 0) && interior.iter().any(|&i| i > 0) {
+            return Err(not_yet("with negative padding and lhs dilation"));
+        }
+        let _ = write!(
+            body,
+            "%zero = arith.constant 0.0 : {el}\n{}",
+            pad_text("%a0", lhs, &padded, &Padding { low, high, interior }, "%zero", "p")
+        );
+        "%pr".to_string()
+    };
+    // The iteration space, in jaxlib's order (so that sums are accumulated in its order): for
+    // the forward layout (`[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]`, its
+    // `linalg.conv_2d_nhwc_hwcf`) the result's dimensions, the window's, then the input feature;
+    // for any other layout (its general convolution) the input feature, the output feature, each
+    // spatial dimension's (output, window) pair, then the batch.
+    let rank = result.rank();
+    let forward = layout.lhs == (0, n + 1, (1..=n).collect())
+        && layout.rhs == (n, n + 1, (0..n).collect())
+        && layout.out == (0, n + 1, (1..=n).collect());
+    let (batch, out_feature, in_feature, out_spatial, window): (usize, usize, usize, Vec<usize>, Vec<usize>) =
+        if forward {
+            (0, n + 1, rank + n, (1..=n).collect(), (0..n).map(|s| rank + s).collect())
+        } else {
+            (2 * n + 2, 1, 0, (0..n).map(|s| 2 + 2 * s).collect(), (0..n).map(|s| 3 + 2 * s).collect())
+        };
+    let space = rank + n + 1;
+    let reduction: Vec<usize> = window.iter().copied().chain([in_feature]).collect();
+    let mut lhs_read = vec![String::new(); lhs.rank()];
+    lhs_read[layout.lhs.0] = format!("d{batch}");
+    lhs_read[layout.lhs.1] = format!("d{in_feature}");
+    for (s, &d) in layout.lhs.2.iter().enumerate() {
+        lhs_read[d] = format!("d{} * {} + d{} * {}", out_spatial[s], strides[s], window[s], rhs_dilation[s]);
+    }
+    let mut rhs_read = vec![String::new(); rhs.rank()];
+    rhs_read[layout.rhs.0] = format!("d{in_feature}");
+    rhs_read[layout.rhs.1] = format!("d{out_feature}");
+    for (s, &d) in layout.rhs.2.iter().enumerate() {
+        rhs_read[d] =
+            if reversal[s] { format!("{} - d{}", rhs.shape[d] - 1, window[s]) } else { format!("d{}", window[s]) };
+    }
+    let mut out_read = vec![String::new(); rank];
+    out_read[layout.out.0] = format!("d{batch}");
+    out_read[layout.out.1] = format!("d{out_feature}");
+    for (s, &d) in layout.out.2.iter().enumerate() {
+        out_read[d] = format!("d{}", out_spatial[s]);
+    }
+    let iterators: Vec<&str> =
+        (0..space).map(|d| if reduction.contains(&d) { "\"reduction\"" } else { "\"parallel\"" }).collect();
+    let t = result.text();
+    let _ = write!(
+        body,
+        "%zero_acc = arith.constant 0.0 : {el}\n%e = tensor.empty() : {t}\n%f = linalg.fill ins(%zero_acc : {el}) outs(%e : {t}) -> {t}\n%r = linalg.generic {{indexing_maps = [affine_map<({all}) -> ({lr})>, affine_map<({all}) -> ({rr})>, affine_map<({all}) -> ({out})>], iterator_types = [{it}]}} ins({input}, %a1 : {pt}, {rt}) outs(%f : {t}) {{\n^bb0(%x: {el}, %y: {el}, %acc: {el}):\n%m = arith.mulf %x, %y : {el}\n%s = arith.addf %acc, %m : {el}\nlinalg.yield %s : {el}\n}} -> {t}\nreturn %r : {t}",
+        all = dims(space),
+        lr = lhs_read.join(", "),
+        rr = rhs_read.join(", "),
+        out = out_read.join(", "),
+        it = iterators.join(", "),
+        pt = if input == "%a0" { lhs.text() } else { padded.text() },
+        rt = rhs.text(),
+    );
+    Ok(body)
+}
+
 /// `reduce` of one operand whose body applies one binary elementwise op to its two arguments:
 /// the init (a 0-d tensor) fills the result, then `linalg.reduce` folds the operand's elements
 /// in index order (body argument 0 is the accumulator, 1 the element).
 fn reduce(op: Op, operands: &[Tensor], results: &[Tensor]) -> Result<String, OpError> {
-    let not_yet =
-        |why: &str| error_at(op, format!("'stablehlo.reduce' {why} is not supported by the legalization yet"));
     let ([input, init], [result]) = (operands, results) else {
-        return Err(not_yet("of several operands"));
+        return Err(error_at(op, "'stablehlo.reduce' of several operands is not supported by the legalization yet"));
     };
     let dimensions = int_list(op, "dimensions")?;
+    let scalar = combiner(op, &result.element)?;
+    let (t, el) = (result.text(), &result.element);
+    Ok(format!(
+        "%init = tensor.extract %a1[] : {it}\n%e = tensor.empty() : {t}\n%f = linalg.fill ins(%init : {el}) outs(%e : {t}) -> {t}\n%r = linalg.reduce ins(%a0 : {i}) outs(%f : {t}) dimensions = [{list}]\n(%in: {el}, %acc: {el}) {{\n{scalar}\nlinalg.yield %v : {el}\n}}\nreturn %r : {t}",
+        it = init.text(),
+        i = input.text(),
+        list = join(&dimensions),
+    ))
+}
+
+/// The scalar op of a `reduce` or `reduce_window` body that applies one binary elementwise op
+/// to its two arguments, on `%acc` (body argument 0) and `%in` (argument 1), into `%v`.
+fn combiner(op: Op, element: &str) -> Result<String, OpError> {
+    let name = ir::op_name(op);
+    let not_yet = |why: &str| error_at(op, format!("'{name}' {why} is not supported by the legalization yet"));
     let regions = ir::regions(op);
     let blocks = regions.first().map(|&r| ir::blocks(r)).unwrap_or_default();
     let [block] = blocks[..] else { return Err(not_yet("without a one-block body")) };
     let arguments = ir::block_arguments(block);
     let ops = ir::block_ops(block);
-    let ([combine, ret], [acc, element]) = (&ops[..], &arguments[..]) else {
+    let ([combine, ret], [acc, element_arg]) = (&ops[..], &arguments[..]) else {
         return Err(not_yet("with a body of more than one op"));
     };
     let short = ir::op_name(*combine).trim_start_matches("stablehlo.").to_string();
@@ -891,13 +1113,13 @@ fn reduce(op: Op, operands: &[Tensor], results: &[Tensor]) -> Result<String, OpE
     if !simple {
         return Err(not_yet("with this body"));
     }
-    // The scalar op on (accumulator, element), in the body's operand order.
+    // In the body's operand order.
     let order: Vec<&str> = reads
         .iter()
         .map(|&v| {
             if ir::same_value(v, *acc) {
                 "%acc"
-            } else if ir::same_value(v, *element) {
+            } else if ir::same_value(v, *element_arg) {
                 "%in"
             } else {
                 ""
@@ -907,18 +1129,69 @@ fn reduce(op: Op, operands: &[Tensor], results: &[Tensor]) -> Result<String, OpE
     if order.contains(&"") {
         return Err(not_yet("whose body reads values from outside"));
     }
-    let el = &result.element;
-    let Some(scalar) = scalar(op, &short, &[el.clone(), el.clone()], el)? else {
+    let element = element.to_string();
+    let Some(scalar) = scalar(op, &short, &[element.clone(), element.clone()], &element)? else {
         return Err(not_yet(&format!("with a 'stablehlo.{short}' body")));
     };
-    let scalar = scalar.replace("%x0", order[0]).replace("%x1", order[1]);
-    let t = result.text();
-    let list = dimensions.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
-    Ok(format!(
-        "%init = tensor.extract %a1[] : {it}\n%e = tensor.empty() : {t}\n%f = linalg.fill ins(%init : {el}) outs(%e : {t}) -> {t}\n%r = linalg.reduce ins(%a0 : {i}) outs(%f : {t}) dimensions = [{list}]\n(%in: {el}, %acc: {el}) {{\n{scalar}\nlinalg.yield %v : {el}\n}}\nreturn %r : {t}",
-        it = init.text(),
-        i = input.text(),
-    ))
+    Ok(scalar.replace("%x0", order[0]).replace("%x1", order[1]))
+}
+
+/// `reduce_window` (spec) of one operand: the operand padded with the init value (edges from
+/// `padding`, `base_dilations - 1` between elements), the result filled with the init, then one
+/// `linalg.generic` over the result's and the window's dimensions (a `tensor.empty` of the
+/// window's shape gives their extent, as linalg's pooling ops take it) folding
+/// `input[o · stride + w · window_dilation]` into each result element, window in index order.
+fn reduce_window(op: Op, operands: &[Tensor], results: &[Tensor]) -> Result<String, OpError> {
+    let ([input, init], [result]) = (operands, results) else {
+        return Err(error_at(
+            op,
+            "'stablehlo.reduce_window' of several operands is not supported by the legalization yet",
+        ));
+    };
+    let rank = input.rank();
+    let window = int_list(op, "window_dimensions")?;
+    let strides = int_list_or(op, "window_strides", rank, 1)?;
+    let base = int_list_or(op, "base_dilations", rank, 1)?;
+    let dilations = int_list_or(op, "window_dilations", rank, 1)?;
+    let padding = padding_pairs(op, rank)?;
+    if window.len() != rank {
+        return Err(error_at(op, "window_dimensions must have one size per dimension"));
+    }
+    let low: Vec<i64> = (0..rank).map(|d| padding[2 * d]).collect();
+    let high: Vec<i64> = (0..rank).map(|d| padding[2 * d + 1]).collect();
+    let interior: Vec<i64> = base.iter().map(|&b| b - 1).collect();
+    if (0..rank).any(|d| interior[d] > 0 && (low[d] < 0 || high[d] < 0)) {
+        return Err(error_at(op, "'stablehlo.reduce_window' with negative padding and base dilation is not supported by the legalization yet"));
+    }
+    let scalar = combiner(op, &result.element)?;
+    let (t, el) = (result.text(), &result.element);
+    let mut body = format!("%init = tensor.extract %a1[] : {}\n", init.text());
+    let (source, source_type) = if low.iter().chain(&high).chain(&interior).all(|&p| p == 0) {
+        ("%a0", input.text())
+    } else {
+        let shape: Vec<i64> = (0..rank)
+            .map(|d| if input.shape[d] == 0 { 0 } else { (input.shape[d] - 1) * base[d] + 1 } + low[d] + high[d])
+            .collect();
+        let padded = Tensor { shape, element: input.element.clone() };
+        body.push_str(&pad_text("%a0", input, &padded, &Padding { low, high, interior }, "%init", "p"));
+        ("%pr", padded.text())
+    };
+    let window_type = Tensor { shape: window.clone(), element: el.clone() }.text();
+    let space = 2 * rank;
+    let reads: Vec<String> =
+        (0..rank).map(|d| format!("d{d} * {} + d{} * {}", strides[d], rank + d, dilations[d])).collect();
+    let window_dims: Vec<String> = (0..rank).map(|d| format!("d{}", rank + d)).collect();
+    let iterators: Vec<&str> = (0..space).map(|d| if d < rank { "\"parallel\"" } else { "\"reduction\"" }).collect();
+    let _ = write!(
+        body,
+        "%w = tensor.empty() : {window_type}\n%e = tensor.empty() : {t}\n%f = linalg.fill ins(%init : {el}) outs(%e : {t}) -> {t}\n%r = linalg.generic {{indexing_maps = [affine_map<({all}) -> ({reads})>, affine_map<({all}) -> ({wd})>, affine_map<({all}) -> ({out})>], iterator_types = [{it}]}} ins({source}, %w : {source_type}, {window_type}) outs(%f : {t}) {{\n^bb0(%in: {el}, %unused: {el}, %acc: {el}):\n{scalar}\nlinalg.yield %v : {el}\n}} -> {t}\nreturn %r : {t}",
+        all = dims(space),
+        reads = reads.join(", "),
+        wd = window_dims.join(", "),
+        out = dims(rank),
+        it = iterators.join(", "),
+    );
+    Ok(body)
 }
 
 /// Parses `body` as a function of `op`'s operands and results in `op`'s context and clones its
