@@ -114,6 +114,17 @@ pub fn run_pipeline(context: &RematContext, module: &mut Module, pipeline: &str)
     }
 }
 
+/// Legalizes the StableHLO ops of `module` that have a linalg form
+/// ([`stablehlo::LEGALIZED`]) in place, leaving `while`, `scatter` and `optimization_barrier`
+/// as jaxlib's `stablehlo-legalize-to-linalg` leaves them: remat-opt plans what will run when it
+/// lowers a StableHLO step (so measured = planned, and elementwise fusion applies). Returns how
+/// many ops it legalized; on an error nothing changed.
+pub fn legalize_stablehlo(module: &Module) -> Result<usize, MlirError> {
+    let root = module.as_operation().to_raw();
+    let templates = stablehlo::legalize_plan(root).map_err(|e| e.to_mlir_error())?;
+    stablehlo::legalize_apply(templates).map_err(|e| e.to_mlir_error())
+}
+
 unsafe extern "C" {
     fn rematRegisterLoweringPasses(
         place_deallocs: unsafe extern "C" fn(mlir_sys::MlirOperation) -> bool,

@@ -25,6 +25,9 @@
 mod legalize;
 mod scatter;
 
+pub use legalize::LEGALIZED;
+pub(crate) use legalize::{apply as legalize_apply, plan as legalize_plan};
+
 use mlir_sys::*;
 use remat_mlir::ir::{self, Op, Val};
 use remat_mlir::MlirError;

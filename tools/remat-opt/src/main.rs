@@ -87,6 +87,11 @@ struct Cli {
     /// buffer freed right after its last use (see `--print-lowering-pipeline`).
     #[arg(long, value_name = "TARGET")]
     lower: Option<String>,
+    /// Legalize StableHLO ops to linalg on tensors before planning (as jaxlib's
+    /// `stablehlo-legalize-to-linalg` does; `while`, `scatter` and `optimization_barrier` stay), so
+    /// the plan is made on, and the output is, the program that runs; implied by `--lower`.
+    #[arg(long = "legalize-stablehlo")]
+    legalize_stablehlo: bool,
     /// The NVIDIA architecture the kernels are compiled for (`--lower=gpu`).
     #[arg(long = "gpu-chip", value_name = "SM", default_value = "sm_90")]
     gpu_chip: String,
@@ -509,6 +514,10 @@ fn process(
     crash::stage("parsing and verifying the input");
     let mut module =
         context.parse(&padded, source_name).map_err(|ds| Failure(ds.iter().map(ToString::to_string).collect()))?;
+    if cli.legalize_stablehlo || (cli.lower.is_some() && cli.pass_pipeline.is_none()) {
+        crash::stage("legalizing StableHLO");
+        remat_lower::legalize_stablehlo(&module).map_err(|e| Failure(vec![name_source(e.to_string(), source_name)]))?;
+    }
     if let Some(pipeline) = &cli.pass_pipeline {
         crash::stage("running the pass pipeline");
         remat_pass::register_remat_pass();

@@ -161,7 +161,7 @@ fn enum_word(op: Op, name: &str) -> Option<String> {
 }
 
 /// The StableHLO ops (names without the dialect) this legalization handles.
-pub(crate) const LEGALIZED: &[&str] = &[
+pub const LEGALIZED: &[&str] = &[
     "constant",
     "broadcast_in_dim",
     "reshape",
