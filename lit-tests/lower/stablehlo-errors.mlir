@@ -45,3 +45,12 @@ func.func @int_exp(%a: tensor<4xi32>) -> tensor<4xi32> {
   %r = "stablehlo.exponential"(%a) : (tensor<4xi32>) -> tensor<4xi32>
   return %r : tensor<4xi32>
 }
+
+// -----
+
+// An integer divide (its semantics at zero are not decided here) says so, not that divide is unknown.
+// CHECK: stablehlo-errors.mlir:[[@LINE+2]]:{{[0-9]+}}: error: 'stablehlo.divide' on i32 is not supported by the legalization
+func.func @int_divide(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> {
+  %r = "stablehlo.divide"(%a, %b) : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  return %r : tensor<4xi32>
+}

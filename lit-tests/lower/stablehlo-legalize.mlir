@@ -210,3 +210,19 @@ func.func @max_pool(%x: tensor<1x4x4x2xf32>, %init: tensor<f32>) -> tensor<1x2x2
   }) : (tensor<1x4x4x2xf32>, tensor<f32>) -> tensor<1x2x2x2xf32>
   return %0 : tensor<1x2x2x2xf32>
 }
+
+// clamp (0-d bounds broadcast), sign (±0 and NaN kept), is_finite, bitcast_convert.
+// CHECK-LABEL: func.func @clamp_sign
+// CHECK: arith.maximumf
+// CHECK: arith.minimumf
+// CHECK: math.copysign
+// CHECK: arith.select
+// CHECK: math.isfinite
+// CHECK: arith.bitcast {{.*}} : f32 to i32
+func.func @clamp_sign(%x: tensor<4xf32>, %lo: tensor<f32>, %hi: tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xi1>, tensor<4xi32>) {
+  %0 = "stablehlo.clamp"(%lo, %x, %hi) : (tensor<f32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %1 = "stablehlo.sign"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %2 = "stablehlo.is_finite"(%x) : (tensor<4xf32>) -> tensor<4xi1>
+  %3 = "stablehlo.bitcast_convert"(%x) : (tensor<4xf32>) -> tensor<4xi32>
+  return %0, %1, %2, %3 : tensor<4xf32>, tensor<4xf32>, tensor<4xi1>, tensor<4xi32>
+}

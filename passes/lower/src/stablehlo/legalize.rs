@@ -10,7 +10,7 @@
 //!
 //! | StableHLO | becomes |
 //! |---|---|
-//! | elementwise arithmetic, math, `compare`, `select`, `convert` | one `linalg.generic` (all parallel), the scalar op in its body |
+//! | elementwise arithmetic, math, `compare`, `select`, `convert`, `clamp`, `sign`, `is_finite`, `bitcast_convert` (same width) | one `linalg.generic` (all parallel), the scalar op in its body |
 //! | `constant` | `arith.constant` |
 //! | `broadcast_in_dim` | `linalg.generic` copying the operand, size-1 dimensions expanded |
 //! | `reshape` | `tensor.collapse_shape` to one dimension, then `tensor.expand_shape` |
@@ -212,6 +212,10 @@ pub const LEGALIZED: &[&str] = &[
     "popcnt",
     "select",
     "compare",
+    "clamp",
+    "sign",
+    "is_finite",
+    "bitcast_convert",
 ];
 
 /// The template's body for `op`, or `None` when `op` is not one this legalization handles
@@ -423,6 +427,22 @@ fn scalar(op: Op, short: &str, inputs: &[String], output: &str) -> Result<Option
             "%n = arith.negf %x0 : {t}\n%e = math.exp %n : {t}\n%one = arith.constant 1.0 : {t}\n%d = arith.addf %one, %e : {t}\n%v = arith.divf %one, %d : {t}"
         ),
         "popcnt" if int => format!("%v = math.ctpop %x0 : {t}"),
+        // clamp(min, operand, max) = min(max(operand, min), max).
+        "clamp" => {
+            let (lo, hi) = if float { ("arith.maximumf", "arith.minimumf") } else { ("arith.maxsi", "arith.minsi") };
+            if !float && !int {
+                return Err(unsupported());
+            }
+            format!("%g = {lo} %x1, %x0 : {t}\n%v = {hi} %g, %x2 : {t}")
+        }
+        // sign: -1 or 1 by the sign bit, but ±0 and NaN are themselves.
+        "sign" if float => format!(
+            "%zero = arith.constant 0.0 : {t}\n%one = arith.constant 1.0 : {t}\n%z = arith.cmpf oeq, %x0, %zero : {t}\n%n = arith.cmpf uno, %x0, %x0 : {t}\n%keep = arith.ori %z, %n : i1\n%s = math.copysign %one, %x0 : {t}\n%v = arith.select %keep, %x0, %s : {t}"
+        ),
+        "is_finite" if float => format!("%v = math.isfinite %x0 : {t}"),
+        "bitcast_convert" if width(&t) == width(output) && t != output => {
+            format!("%v = arith.bitcast %x0 : {t} to {output}")
+        }
         "select" => {
             let value = inputs.get(1).cloned().unwrap_or_default();
             format!("%v = arith.select %x0, %x1, %x2 : {value}")
@@ -450,6 +470,8 @@ fn scalar(op: Op, short: &str, inputs: &[String], output: &str) -> Result<Option
         "convert" => convert(&t, output).ok_or_else(|| {
             error_at(op, format!("'stablehlo.convert' from {t} to {output} is not supported by the legalization"))
         })?,
+        // A known op on types it has no decomposition for (an integer `divide`, …).
+        _ if LEGALIZED.contains(&short) => return Err(unsupported()),
         _ => return Ok(None),
     };
     Ok(Some(text))
