@@ -1475,8 +1475,168 @@ mod tests {
         )
     }
 
+    /// A random gather the specification's constraints accept: batching dimensions, collapsed
+    /// and offset dimensions, any index_vector_dim (implicit when it is the indices' rank), and
+    /// start indices out of range (clamped).
+    #[derive(Debug)]
+    struct Gather {
+        operand: Vec<usize>,
+        indices: Vec<usize>,
+        result: Vec<usize>,
+        offset_dims: Vec<usize>,
+        collapsed: Vec<usize>,
+        operand_batching: Vec<usize>,
+        indices_batching: Vec<usize>,
+        start_index_map: Vec<usize>,
+        index_vector_dim: usize,
+        slice_sizes: Vec<usize>,
+        x: Vec<f32>,
+        starts: Vec<i32>,
+    }
+
+    fn generate_gather(seed: u64) -> Gather {
+        let mut rng = SplitMix64::new(seed);
+        let rank = rng.range(1, 3) as usize;
+        let operand: Vec<usize> = (0..rank).map(|_| rng.range(1, 4) as usize).collect();
+        let mut dims: Vec<usize> = (0..rank).collect();
+        for i in (1..dims.len()).rev() {
+            dims.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        // At most one batching dimension (when the operand has two or more), then the mapped
+        // start dimensions among the rest, some of them collapsed.
+        let operand_batching: Vec<usize> = if rank >= 2 && rng.chance(40) { vec![dims.pop().unwrap()] } else { vec![] };
+        let mapped = rng.range(1, dims.len() as u64) as usize;
+        let start_index_map: Vec<usize> = dims[..mapped].to_vec();
+        let mut collapsed: Vec<usize> = start_index_map.iter().copied().filter(|_| rng.chance(50)).collect();
+        collapsed.sort_unstable();
+        let slice_sizes: Vec<usize> = (0..rank)
+            .map(|d| {
+                if collapsed.contains(&d) || operand_batching.contains(&d) {
+                    1
+                } else {
+                    rng.range(1, operand[d] as u64) as usize
+                }
+            })
+            .collect();
+        // Indices: batch dimensions (the batching one first, of the operand's size), the index
+        // vector at index_vector_dim, or implicit when it is the rank and one start is mapped.
+        let mut batch: Vec<usize> = operand_batching.iter().map(|&d| operand[d]).collect();
+        batch.extend((0..rng.below(2)).map(|_| rng.range(1, 3) as usize));
+        let implicit = start_index_map.len() == 1 && rng.chance(30);
+        let index_vector_dim = if implicit { batch.len() } else { rng.below(batch.len() as u64 + 1) as usize };
+        let mut indices = batch.clone();
+        if !implicit {
+            indices.insert(index_vector_dim, start_index_map.len());
+        }
+        // The batching dimension is batch position 0; in the indices, shifted past index_vector_dim.
+        let indices_batching: Vec<usize> =
+            operand_batching.iter().map(|_| if index_vector_dim == 0 && !implicit { 1 } else { 0 }).collect();
+        let offsets = rank - collapsed.len() - operand_batching.len();
+        let result_rank = batch.len() + offsets;
+        let mut positions: Vec<usize> = (0..result_rank).collect();
+        for i in (1..positions.len()).rev() {
+            positions.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        let mut offset_dims = positions[..offsets].to_vec();
+        offset_dims.sort_unstable();
+        let offset_sizes: Vec<usize> = (0..rank)
+            .filter(|d| !collapsed.contains(d) && !operand_batching.contains(d))
+            .map(|d| slice_sizes[d])
+            .collect();
+        let (mut b, mut o) = (batch.iter(), offset_sizes.iter());
+        let result: Vec<usize> =
+            (0..result_rank).map(|d| *if offset_dims.contains(&d) { o.next() } else { b.next() }.unwrap()).collect();
+        let x = values(&mut rng, operand.iter().product());
+        let starts = (0..indices.iter().product::<usize>()).map(|_| rng.below(8) as i32 - 2).collect();
+        Gather {
+            operand,
+            indices,
+            result,
+            offset_dims,
+            collapsed,
+            operand_batching,
+            indices_batching,
+            start_index_map,
+            index_vector_dim,
+            slice_sizes,
+            x,
+            starts,
+        }
+    }
+
+    /// The specification's `gather`, transcribed.
+    fn gather_reference(c: &Gather) -> Vec<f32> {
+        let batch_dims: Vec<usize> = (0..c.result.len()).filter(|d| !c.offset_dims.contains(d)).collect();
+        coordinates(&c.result)
+            .into_iter()
+            .map(|ri| {
+                let batch_index: Vec<usize> = batch_dims.iter().map(|&d| ri[d]).collect();
+                let start = |k: usize| -> i64 {
+                    let mut index = batch_index.clone();
+                    if c.index_vector_dim < c.indices.len() {
+                        index.insert(c.index_vector_dim, k);
+                    }
+                    i64::from(c.starts[offset(&c.indices, &index)])
+                };
+                let mut operand_index = vec![0usize; c.operand.len()];
+                for (k, &d) in c.start_index_map.iter().enumerate() {
+                    let limit = (c.operand[d] - c.slice_sizes[d]) as i64;
+                    operand_index[d] = start(k).clamp(0, limit) as usize;
+                }
+                for (&od, &sd) in c.operand_batching.iter().zip(&c.indices_batching) {
+                    operand_index[od] += batch_index[if sd < c.index_vector_dim { sd } else { sd - 1 }];
+                }
+                let offset_operand: Vec<usize> = (0..c.operand.len())
+                    .filter(|d| !c.collapsed.contains(d) && !c.operand_batching.contains(d))
+                    .collect();
+                for (&od, &rd) in offset_operand.iter().zip(&c.offset_dims) {
+                    operand_index[od] += ri[rd];
+                }
+                c.x[offset(&c.operand, &operand_index)]
+            })
+            .collect()
+    }
+
+    fn gather_module(c: &Gather) -> String {
+        let mut fields = Vec::new();
+        for (name, dims) in [
+            ("offset_dims", &c.offset_dims),
+            ("collapsed_slice_dims", &c.collapsed),
+            ("operand_batching_dims", &c.operand_batching),
+            ("start_indices_batching_dims", &c.indices_batching),
+            ("start_index_map", &c.start_index_map),
+        ] {
+            if !dims.is_empty() {
+                fields.push(format!("{name} = [{}]", list(dims)));
+            }
+        }
+        fields.push(format!("index_vector_dim = {}", c.index_vector_dim));
+        let dims: String = c.indices.iter().map(|d| format!("{d}x")).collect();
+        let (x, i, r) = (f32_type(&c.operand), format!("tensor<{dims}i32>"), f32_type(&c.result));
+        format!(
+            r#"func.func @main(%x: {x}, %i: {i}) -> {r} {{
+  %0 = "stablehlo.gather"(%x, %i) <{{dimension_numbers = #stablehlo.gather<{}>, indices_are_sorted = false, slice_sizes = array<i64: {}>}}> : ({x}, {i}) -> {r}
+  return %0 : {r}
+}}"#,
+            fields.join(", "),
+            list(&c.slice_sizes)
+        )
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(32))]
+
+        #[test]
+        fn gather_reads_the_specifications_elements(seed in any::<u64>()) {
+            let case = generate_gather(seed);
+            let text = gather_module(&case);
+            let mut indices = remat_runtime::HostTensor::zeros(
+                remat_runtime::TensorSpec::parse(&format!("tensor<{}i32>", case.indices.iter().map(|d| format!("{d}x")).collect::<String>())).unwrap(),
+            );
+            indices.bytes_mut().copy_from_slice(&case.starts.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>());
+            let outputs = run_main(&text, vec![f32_tensor(&case.operand, &case.x), indices]);
+            prop_assert_eq!(f32_values(&outputs[0]), gather_reference(&case), "{:?}\n{}", case, text);
+        }
 
         #[test]
         fn dot_general_computes_the_specifications_sums(seed in any::<u64>()) {
