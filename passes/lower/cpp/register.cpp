@@ -13,6 +13,8 @@
 #include "mlir/CAPI/Support.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -27,6 +29,7 @@ typedef bool (*RematLowerCallback)(MlirOperation op);
 namespace {
 RematLowerCallback placeDeallocsCallback = nullptr;
 RematLowerCallback lowerStablehloCallback = nullptr;
+RematLowerCallback legalizeStablehloCallback = nullptr;
 RematLowerCallback hostBuffersCallback = nullptr;
 RematLowerCallback gpuParallelizeCallback = nullptr;
 RematLowerCallback gpuCheckHostCallback = nullptr;
@@ -52,16 +55,41 @@ struct LowerStablehloPass
 
   llvm::StringRef getArgument() const final { return "remat-lower-stablehlo"; }
   llvm::StringRef getDescription() const final {
-    return "Lower the StableHLO ops that stablehlo-legalize-to-linalg leaves "
-           "(scatter, while, optimization_barrier) to upstream dialects";
+    return "Lower StableHLO to upstream dialects: legalize what has a linalg "
+           "form (as remat-legalize-stablehlo), then scatter, while and "
+           "optimization_barrier";
   }
   void getDependentDialects(mlir::DialectRegistry &registry) const override {
     registry.insert<mlir::arith::ArithDialect, mlir::func::FuncDialect,
+                    mlir::linalg::LinalgDialect, mlir::math::MathDialect,
                     mlir::scf::SCFDialect, mlir::tensor::TensorDialect>();
   }
   void runOnOperation() override {
     if (!lowerStablehloCallback ||
         !lowerStablehloCallback(wrap(getOperation())))
+      signalPassFailure();
+  }
+};
+
+struct LegalizeStablehloPass
+    : public mlir::PassWrapper<LegalizeStablehloPass, mlir::OperationPass<>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LegalizeStablehloPass)
+
+  llvm::StringRef getArgument() const final {
+    return "remat-legalize-stablehlo";
+  }
+  llvm::StringRef getDescription() const final {
+    return "Legalize StableHLO ops to linalg, tensor, arith and math on "
+           "tensors as jaxlib's stablehlo-legalize-to-linalg does (while, "
+           "scatter and optimization_barrier stay), before the remat pass";
+  }
+  void getDependentDialects(mlir::DialectRegistry &registry) const override {
+    registry.insert<mlir::arith::ArithDialect, mlir::linalg::LinalgDialect,
+                    mlir::math::MathDialect, mlir::tensor::TensorDialect>();
+  }
+  void runOnOperation() override {
+    if (!legalizeStablehloCallback ||
+        !legalizeStablehloCallback(wrap(getOperation())))
       signalPassFailure();
   }
 };
@@ -133,17 +161,20 @@ struct GpuCheckHostPass
 
 extern "C" void rematRegisterLoweringPasses(RematLowerCallback placeDeallocs,
                                             RematLowerCallback lowerStablehlo,
+                                            RematLowerCallback legalizeStablehlo,
                                             RematLowerCallback hostBuffers,
                                             RematLowerCallback gpuParallelize,
                                             RematLowerCallback gpuCheckHost) {
   placeDeallocsCallback = placeDeallocs;
   lowerStablehloCallback = lowerStablehlo;
+  legalizeStablehloCallback = legalizeStablehlo;
   hostBuffersCallback = hostBuffers;
   gpuParallelizeCallback = gpuParallelize;
   gpuCheckHostCallback = gpuCheckHost;
   static bool registered = [] {
     mlir::PassRegistration<PlaceDeallocsPass>();
     mlir::PassRegistration<LowerStablehloPass>();
+    mlir::PassRegistration<LegalizeStablehloPass>();
     mlir::PassRegistration<HostBuffersPass>();
     mlir::PassRegistration<GpuParallelizePass>();
     mlir::PassRegistration<GpuCheckHostPass>();

@@ -119,6 +119,7 @@ pub fn run_pipeline(context: &RematContext, module: &mut Module, pipeline: &str)
 /// as jaxlib's `stablehlo-legalize-to-linalg` leaves them: remat-opt plans what will run when it
 /// lowers a StableHLO step (so measured = planned, and elementwise fusion applies). Returns how
 /// many ops it legalized; on an error nothing changed.
+/// The pass `remat-legalize-stablehlo` does the same in a pipeline.
 pub fn legalize_stablehlo(module: &Module) -> Result<usize, MlirError> {
     let root = module.as_operation().to_raw();
     let templates = stablehlo::legalize_plan(root).map_err(|e| e.to_mlir_error())?;
@@ -129,6 +130,7 @@ unsafe extern "C" {
     fn rematRegisterLoweringPasses(
         place_deallocs: unsafe extern "C" fn(mlir_sys::MlirOperation) -> bool,
         lower_stablehlo: unsafe extern "C" fn(mlir_sys::MlirOperation) -> bool,
+        legalize_stablehlo: unsafe extern "C" fn(mlir_sys::MlirOperation) -> bool,
         host_buffers: unsafe extern "C" fn(mlir_sys::MlirOperation) -> bool,
         gpu_parallelize: unsafe extern "C" fn(mlir_sys::MlirOperation) -> bool,
         gpu_check_host: unsafe extern "C" fn(mlir_sys::MlirOperation) -> bool,
@@ -204,7 +206,17 @@ unsafe extern "C" fn lower_stablehlo_callback(op: mlir_sys::MlirOperation) -> bo
     })
 }
 
+unsafe extern "C" fn legalize_stablehlo_callback(op: mlir_sys::MlirOperation) -> bool {
+    guarded(op, "remat-legalize-stablehlo", || {
+        let templates = stablehlo::legalize_plan(op).map_err(emit_at_op)?;
+        let count = stablehlo::legalize_apply(templates).map_err(emit_at_op)?;
+        tracing::debug!(count, "remat-legalize-stablehlo");
+        Ok(())
+    })
+}
+
 /// Registers the remat lowering passes (`remat-place-deallocs`, `remat-lower-stablehlo`,
+/// `remat-legalize-stablehlo`,
 /// `remat-host-buffers`, `remat-gpu-parallelize`, `remat-gpu-check-host`), and every upstream pass the
 /// pipelines name, in MLIR's global pass registry. Idempotent.
 pub fn register_lowering_passes() {
@@ -215,6 +227,7 @@ pub fn register_lowering_passes() {
             rematRegisterLoweringPasses(
                 place_deallocs_callback,
                 lower_stablehlo_callback,
+                legalize_stablehlo_callback,
                 host_buffers_callback,
                 gpu_parallelize_callback,
                 gpu_check_host_callback,
