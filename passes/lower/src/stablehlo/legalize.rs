@@ -619,6 +619,42 @@ fn reshape(operand: &Tensor, result: &Tensor) -> String {
     body
 }
 
+/// A `linalg.generic` folding two inputs into `result`, filled with the scalar `%{init}` first:
+/// the common shape of `dot_general`, `convolution` and `reduce_window`. `reads` are each
+/// input's affine expressions of `d0…d{space-1}`; `combine` computes `%v` from `%x`, `%y` and
+/// `%acc`.
+struct Fold<'a> {
+    init: &'a str,
+    space: usize,
+    inputs: [(&'a str, String, Vec<String>); 2],
+    out: Vec<String>,
+    reduction: Vec<usize>,
+    combine: &'a str,
+}
+
+impl Fold<'_> {
+    fn text(&self, result: &Tensor) -> String {
+        let (t, el) = (result.text(), &result.element);
+        let all = dims(self.space);
+        let iterators: Vec<&str> = (0..self.space)
+            .map(|d| if self.reduction.contains(&d) { "\"reduction\"" } else { "\"parallel\"" })
+            .collect();
+        let [(a, at, ar), (b, bt, br)] = &self.inputs;
+        format!(
+            "%e = tensor.empty() : {t}\n%f = linalg.fill ins(%{init} : {el}) outs(%e : {t}) -> {t}\n%r = linalg.generic {{indexing_maps = [affine_map<({all}) -> ({})>, affine_map<({all}) -> ({})>, affine_map<({all}) -> ({})>], iterator_types = [{}]}} ins({a}, {b} : {at}, {bt}) outs(%f : {t}) {{\n^bb0(%x: {el}, %y: {el}, %acc: {el}):\n{}\nlinalg.yield %v : {el}\n}} -> {t}\nreturn %r : {t}",
+            ar.join(", "),
+            br.join(", "),
+            self.out.join(", "),
+            iterators.join(", "),
+            self.combine,
+            init = self.init,
+        )
+    }
+}
+
+/// Multiply, then add to the accumulator (`linalg.matmul`'s body).
+const MULTIPLY_ADD: &str = "%m = arith.mulf %x, %y : ELEMENT\n%v = arith.addf %acc, %m : ELEMENT";
+
 /// `dot_general` (spec): result dimensions are the batch dimensions, then the lhs's free
 /// dimensions, then the rhs's, each in order; elements are sums over the contracting
 /// dimensions of products, accumulated from zero in index order (as `linalg.matmul`).
@@ -666,19 +702,16 @@ fn dot_general(op: Op, operands: &[Tensor], result: &Tensor) -> Result<String, O
     if lhs_read.iter().chain(&rhs_read).any(String::is_empty) {
         return Err(error_at(op, "dot_dimension_numbers name a dimension twice"));
     }
-    let iterators: Vec<&str> = (0..space).map(|d| if d < n_out { "\"parallel\"" } else { "\"reduction\"" }).collect();
-    let t = result.text();
     let el = &result.element;
-    Ok(format!(
-        "%zero = arith.constant 0.0 : {el}\n%e = tensor.empty() : {t}\n%f = linalg.fill ins(%zero : {el}) outs(%e : {t}) -> {t}\n%r = linalg.generic {{indexing_maps = [affine_map<({all}) -> ({lr})>, affine_map<({all}) -> ({rr})>, affine_map<({all}) -> ({out})>], iterator_types = [{it}]}} ins(%a0, %a1 : {lt}, {rt}) outs(%f : {t}) {{\n^bb0(%x: {el}, %y: {el}, %acc: {el}):\n%m = arith.mulf %x, %y : {el}\n%s = arith.addf %acc, %m : {el}\nlinalg.yield %s : {el}\n}} -> {t}\nreturn %r : {t}",
-        all = dims(space),
-        lr = lhs_read.join(", "),
-        rr = rhs_read.join(", "),
-        out = dims(n_out),
-        it = iterators.join(", "),
-        lt = lhs.text(),
-        rt = rhs.text(),
-    ))
+    let fold = Fold {
+        init: "zero",
+        space,
+        inputs: [("%a0", lhs.text(), lhs_read), ("%a1", rhs.text(), rhs_read)],
+        out: (0..n_out).map(|d| format!("d{d}")).collect(),
+        reduction: (n_out..space).collect(),
+        combine: &MULTIPLY_ADD.replace("ELEMENT", el),
+    };
+    Ok(format!("%zero = arith.constant 0.0 : {el}\n{}", fold.text(result)))
 }
 
 fn join<T: ToString>(values: &[T]) -> String {
@@ -1077,8 +1110,6 @@ fn convolution(op: Op, operands: &[Tensor], result: &Tensor) -> Result<String, O
     for (s, &d) in layout.out.2.iter().enumerate() {
         out_read[d] = format!("d{}", out_spatial[s]);
     }
-    let iterators: Vec<&str> =
-        (0..space).map(|d| if reduction.contains(&d) { "\"reduction\"" } else { "\"parallel\"" }).collect();
     // Window reversal: the kernel reversed first (a copy), so that every loop of the
     // convolution is a plain dimension of some operand (linalg infers its bounds from them).
     let kernel = if reversal.iter().any(|&r| r) {
@@ -1101,18 +1132,18 @@ fn convolution(op: Op, operands: &[Tensor], result: &Tensor) -> Result<String, O
     } else {
         "%a1"
     };
-    let t = result.text();
-    let _ = write!(
-        body,
-        "%zero_acc = arith.constant 0.0 : {el}\n%e = tensor.empty() : {t}\n%f = linalg.fill ins(%zero_acc : {el}) outs(%e : {t}) -> {t}\n%r = linalg.generic {{indexing_maps = [affine_map<({all}) -> ({lr})>, affine_map<({all}) -> ({rr})>, affine_map<({all}) -> ({out})>], iterator_types = [{it}]}} ins({input}, {kernel} : {pt}, {rt}) outs(%f : {t}) {{\n^bb0(%x: {el}, %y: {el}, %acc: {el}):\n%m = arith.mulf %x, %y : {el}\n%s = arith.addf %acc, %m : {el}\nlinalg.yield %s : {el}\n}} -> {t}\nreturn %r : {t}",
-        all = dims(space),
-        lr = lhs_read.join(", "),
-        rr = rhs_read.join(", "),
-        out = out_read.join(", "),
-        it = iterators.join(", "),
-        pt = if input == "%a0" { lhs.text() } else { padded.text() },
-        rt = rhs.text(),
-    );
+    let fold = Fold {
+        init: "zero_acc",
+        space,
+        inputs: [
+            (input.as_str(), if input == "%a0" { lhs.text() } else { padded.text() }, lhs_read),
+            (kernel, rhs.text(), rhs_read),
+        ],
+        out: out_read,
+        reduction,
+        combine: &MULTIPLY_ADD.replace("ELEMENT", el),
+    };
+    let _ = write!(body, "%zero_acc = arith.constant 0.0 : {el}\n{}", fold.text(result));
     Ok(body)
 }
 
@@ -1210,7 +1241,7 @@ fn reduce_window(op: Op, operands: &[Tensor], results: &[Tensor]) -> Result<Stri
         return Err(error_at(op, "'stablehlo.reduce_window' with negative padding and base dilation is not supported by the legalization yet"));
     }
     let scalar = combiner(op, &result.element)?;
-    let (t, el) = (result.text(), &result.element);
+    let el = &result.element;
     let mut body = format!("%init = tensor.extract %a1[] : {}\n", init.text());
     let (source, source_type) = if low.iter().chain(&high).chain(&interior).all(|&p| p == 0) {
         ("%a0", input.text())
@@ -1227,16 +1258,16 @@ fn reduce_window(op: Op, operands: &[Tensor], results: &[Tensor]) -> Result<Stri
     let reads: Vec<String> =
         (0..rank).map(|d| format!("d{d} * {} + d{} * {}", strides[d], rank + d, dilations[d])).collect();
     let window_dims: Vec<String> = (0..rank).map(|d| format!("d{}", rank + d)).collect();
-    let iterators: Vec<&str> = (0..space).map(|d| if d < rank { "\"parallel\"" } else { "\"reduction\"" }).collect();
-    let _ = write!(
-        body,
-        "%w = tensor.empty() : {window_type}\n%e = tensor.empty() : {t}\n%f = linalg.fill ins(%init : {el}) outs(%e : {t}) -> {t}\n%r = linalg.generic {{indexing_maps = [affine_map<({all}) -> ({reads})>, affine_map<({all}) -> ({wd})>, affine_map<({all}) -> ({out})>], iterator_types = [{it}]}} ins({source}, %w : {source_type}, {window_type}) outs(%f : {t}) {{\n^bb0(%in: {el}, %unused: {el}, %acc: {el}):\n{scalar}\nlinalg.yield %v : {el}\n}} -> {t}\nreturn %r : {t}",
-        all = dims(space),
-        reads = reads.join(", "),
-        wd = window_dims.join(", "),
-        out = dims(rank),
-        it = iterators.join(", "),
-    );
+    let combine = scalar.replace("%in", "%x");
+    let fold = Fold {
+        init: "init",
+        space,
+        inputs: [(source, source_type, reads), ("%w", window_type.clone(), window_dims)],
+        out: (0..rank).map(|d| format!("d{d}")).collect(),
+        reduction: (rank..space).collect(),
+        combine: &combine,
+    };
+    let _ = write!(body, "%w = tensor.empty() : {window_type}\n{}", fold.text(result));
     Ok(body)
 }
 
