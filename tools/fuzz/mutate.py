@@ -141,7 +141,7 @@ def mutate(data: bytes, kind: str, rng: random.Random) -> bytes:
     return mutate_text(data, rng)
 
 
-def options(rng: random.Random, time_limit: float, kind: str = "mlir") -> list:
+def options(rng: random.Random, time_limit: float, kind: str = "mlir", small: bool = False) -> list:
     """A random remat-opt option list: strategy, budget, emit, a few pass options (some as a
     mutated --pass-pipeline string), always under --time-limit."""
     strategy = rng.choice(STRATEGIES)
@@ -173,6 +173,12 @@ def options(rng: random.Random, time_limit: float, kind: str = "mlir") -> list:
     if rng.random() < (0.9 if kind != "mlir" else 0.25):
         emits = ["graph-json", "schedule-json", "schedule-json", "mlir"] + (["ptx"] if rng.random() < 0.2 else [])
         args.append("--emit=" + rng.choice(emits))
+    # StableHLO legalization before planning, and (on small inputs: lowering takes seconds on
+    # the large ones, outside the planning time limit) the whole CPU lowering.
+    if kind == "mlir" and rng.random() < 0.1:
+        args.append("--legalize-stablehlo")
+    if kind == "mlir" and small and rng.random() < 0.05:
+        args.append("--lower=cpu")
     if rng.random() < 0.1:
         args.append("--split-input-file")
     if rng.random() < 0.1:
@@ -300,7 +306,7 @@ def main() -> int:
                 cmd = [args.binary, source, "-o", out, "--schedule=" + inp]
                 cmd += schedule_options(rng, args.time_limit, source_kind)
             else:
-                cmd = [args.binary, inp, "-o", out] + options(rng, args.time_limit, kind)
+                cmd = [args.binary, inp, "-o", out] + options(rng, args.time_limit, kind, len(data) < 64 << 10)
             limit = args.time_limit + 5 + args.import_allowance
             t0 = time.time()
             try:
