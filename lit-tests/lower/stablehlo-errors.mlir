@@ -25,16 +25,17 @@ func.func @two_inputs(%a: tensor<4xf32>, %b: tensor<4xf32>, %i: tensor<1x1xi32>,
 
 // -----
 
-// A reduce whose body is more than one op is not legalized yet; it says so at the reduce.
-// CHECK: stablehlo-errors.mlir:[[@LINE+2]]:{{[0-9]+}}: error: 'stablehlo.reduce' with a body of more than one op is not supported by the legalization yet
-func.func @reduce_body(%a: tensor<4xf32>, %z: tensor<f32>) -> tensor<f32> {
+// A reduce body with an op it has no scalar form for says so at that op.
+func.func @reduce_body(%a: tensor<4xi32>, %z: tensor<i32>) -> tensor<i32> {
   %r = "stablehlo.reduce"(%a, %z) <{dimensions = array<i64: 0>}> ({
-  ^bb0(%x: tensor<f32>, %y: tensor<f32>):
-    %s = "stablehlo.add"(%x, %y) : (tensor<f32>, tensor<f32>) -> tensor<f32>
-    %t = "stablehlo.multiply"(%s, %s) : (tensor<f32>, tensor<f32>) -> tensor<f32>
-    "stablehlo.return"(%t) : (tensor<f32>) -> ()
-  }) : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
-  return %r : tensor<f32>
+  ^bb0(%x: tensor<i32>, %y: tensor<i32>):
+    %c = "stablehlo.constant"() <{value = dense<2> : tensor<i32>}> : () -> tensor<i32>
+    %s = "stablehlo.add"(%x, %y) : (tensor<i32>, tensor<i32>) -> tensor<i32>
+    // CHECK: stablehlo-errors.mlir:[[@LINE+1]]:{{[0-9]+}}: error: 'stablehlo.remainder' on i32 is not supported by the legalization
+    %t = "stablehlo.remainder"(%s, %c) : (tensor<i32>, tensor<i32>) -> tensor<i32>
+    "stablehlo.return"(%t) : (tensor<i32>) -> ()
+  }) : (tensor<4xi32>, tensor<i32>) -> tensor<i32>
+  return %r : tensor<i32>
 }
 
 // -----

@@ -226,3 +226,30 @@ func.func @clamp_sign(%x: tensor<4xf32>, %lo: tensor<f32>, %hi: tensor<f32>) -> 
   %3 = "stablehlo.bitcast_convert"(%x) : (tensor<4xf32>) -> tensor<4xi32>
   return %0, %1, %2, %3 : tensor<4xf32>, tensor<4xf32>, tensor<4xi1>, tensor<4xi32>
 }
+
+// reduce with several operands and a body of several ops (JAX's argmax: values and indices
+// together): one linalg.reduce with both, the body's ops translated to scalars.
+// CHECK-LABEL: func.func @argmax
+// CHECK: linalg.reduce ins(%arg0, %arg1 : tensor<3x4xf32>, tensor<3x4xi32>) outs(%{{.+}}, %{{.+}} : tensor<3xf32>, tensor<3xi32>) dimensions = [1]
+// CHECK: arith.cmpf ogt
+// CHECK: arith.cmpf oeq
+// CHECK: arith.cmpi slt
+// CHECK: arith.andi
+// CHECK: arith.ori
+// CHECK: arith.select
+// CHECK: arith.select
+// CHECK: linalg.yield
+func.func @argmax(%x: tensor<3x4xf32>, %i: tensor<3x4xi32>, %v0: tensor<f32>, %i0: tensor<i32>) -> (tensor<3xf32>, tensor<3xi32>) {
+  %r:2 = "stablehlo.reduce"(%x, %i, %v0, %i0) <{dimensions = array<i64: 1>}> ({
+  ^bb0(%av: tensor<f32>, %ai: tensor<i32>, %bv: tensor<f32>, %bi: tensor<i32>):
+    %gt = "stablehlo.compare"(%av, %bv) <{comparison_direction = #stablehlo<comparison_direction GT>}> : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %eq = "stablehlo.compare"(%av, %bv) <{comparison_direction = #stablehlo<comparison_direction EQ>}> : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %lt = "stablehlo.compare"(%ai, %bi) <{comparison_direction = #stablehlo<comparison_direction LT>}> : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    %tie = "stablehlo.and"(%eq, %lt) : (tensor<i1>, tensor<i1>) -> tensor<i1>
+    %keep = "stablehlo.or"(%gt, %tie) : (tensor<i1>, tensor<i1>) -> tensor<i1>
+    %v = "stablehlo.select"(%keep, %av, %bv) : (tensor<i1>, tensor<f32>, tensor<f32>) -> tensor<f32>
+    %j = "stablehlo.select"(%keep, %ai, %bi) : (tensor<i1>, tensor<i32>, tensor<i32>) -> tensor<i32>
+    "stablehlo.return"(%v, %j) : (tensor<f32>, tensor<i32>) -> ()
+  }) : (tensor<3x4xf32>, tensor<3x4xi32>, tensor<f32>, tensor<i32>) -> (tensor<3xf32>, tensor<3xi32>)
+  return %r#0, %r#1 : tensor<3xf32>, tensor<3xi32>
+}

@@ -16,7 +16,7 @@
 //! | `reshape` | `tensor.collapse_shape` to one dimension, then `tensor.expand_shape` |
 //! | `transpose` | `linalg.transpose` |
 //! | `dot_general` | `linalg.fill` with zero, then a `linalg.generic` over batch, free and contracting dimensions (multiply, add) |
-//! | `reduce` (one operand, a body of one binary op) | `linalg.fill` with the init, then `linalg.reduce` |
+//! | `reduce` (any operands; a body of elementwise ops and constants, translated to scalars) | `linalg.fill` with each init, then one `linalg.reduce` |
 //! | `iota` | `linalg.generic` of `linalg.index`, converted |
 //! | `slice`, `dynamic_slice` (starts clamped) | `tensor.extract_slice` |
 //! | `dynamic_update_slice` (starts clamped) | `tensor.insert_slice` |
@@ -25,7 +25,7 @@
 //! | `pad` | `tensor.pad`; with interior padding or negative edges, crop, fill, strided `tensor.insert_slice` |
 //! | `gather` | `linalg.generic` over the result, its body computing the operand index (`tensor.extract`) |
 //! | `convolution` (one feature and batch group) | the input padded and dilated, then a `linalg.generic` summing in jaxlib's order for the layout |
-//! | `reduce_window` (one operand, a one-op body) | the input padded with the init, then a `linalg.generic` over result and window |
+//! | `reduce_window` (one operand; any elementwise body) | the input padded with the init, then a `linalg.generic` over result and window |
 //!
 //! Anything else is left for the leftover lowering (`while`, `scatter`,
 //! `optimization_barrier`), which names any op it cannot lower at its location.
@@ -622,8 +622,8 @@ fn reshape(operand: &Tensor, result: &Tensor) -> String {
 
 /// A `linalg.generic` folding two inputs into `result`, filled with the scalar `%{init}` first:
 /// the common shape of `dot_general`, `convolution` and `reduce_window`. `reads` are each
-/// input's affine expressions of `d0…d{space-1}`; `combine` computes `%v` from `%x`, `%y` and
-/// `%acc`.
+/// input's affine expressions of `d0…d{space-1}`; `combine` computes `yielded` from `%x`, `%y`
+/// and `%acc`.
 struct Fold<'a> {
     init: &'a str,
     space: usize,
@@ -631,6 +631,8 @@ struct Fold<'a> {
     out: Vec<String>,
     reduction: Vec<usize>,
     combine: &'a str,
+    /// The value `combine` computes.
+    yielded: &'a str,
 }
 
 impl Fold<'_> {
@@ -642,12 +644,13 @@ impl Fold<'_> {
             .collect();
         let [(a, at, ar), (b, bt, br)] = &self.inputs;
         format!(
-            "%e = tensor.empty() : {t}\n%f = linalg.fill ins(%{init} : {el}) outs(%e : {t}) -> {t}\n%r = linalg.generic {{indexing_maps = [affine_map<({all}) -> ({})>, affine_map<({all}) -> ({})>, affine_map<({all}) -> ({})>], iterator_types = [{}]}} ins({a}, {b} : {at}, {bt}) outs(%f : {t}) {{\n^bb0(%x: {el}, %y: {el}, %acc: {el}):\n{}\nlinalg.yield %v : {el}\n}} -> {t}\nreturn %r : {t}",
+            "%e = tensor.empty() : {t}\n%f = linalg.fill ins(%{init} : {el}) outs(%e : {t}) -> {t}\n%r = linalg.generic {{indexing_maps = [affine_map<({all}) -> ({})>, affine_map<({all}) -> ({})>, affine_map<({all}) -> ({})>], iterator_types = [{}]}} ins({a}, {b} : {at}, {bt}) outs(%f : {t}) {{\n^bb0(%x: {el}, %y: {el}, %acc: {el}):\n{}\nlinalg.yield {} : {el}\n}} -> {t}\nreturn %r : {t}",
             ar.join(", "),
             br.join(", "),
             self.out.join(", "),
             iterators.join(", "),
             self.combine,
+            self.yielded,
             init = self.init,
         )
     }
@@ -711,6 +714,7 @@ fn dot_general(op: Op, operands: &[Tensor], result: &Tensor) -> Result<String, O
         out: (0..n_out).map(|d| format!("d{d}")).collect(),
         reduction: (n_out..space).collect(),
         combine: &MULTIPLY_ADD.replace("ELEMENT", el),
+        yielded: "%v",
     };
     Ok(format!("%zero = arith.constant 0.0 : {el}\n{}", fold.text(result)))
 }
@@ -1143,75 +1147,131 @@ fn convolution(op: Op, operands: &[Tensor], result: &Tensor) -> Result<String, O
         out: out_read,
         reduction,
         combine: &MULTIPLY_ADD.replace("ELEMENT", el),
+        yielded: "%v",
     };
     let _ = write!(body, "%zero_acc = arith.constant 0.0 : {el}\n{}", fold.text(result));
     Ok(body)
 }
 
-/// `reduce` of one operand whose body applies one binary elementwise op to its two arguments:
-/// the init (a 0-d tensor) fills the result, then `linalg.reduce` folds the operand's elements
-/// in index order (body argument 0 is the accumulator, 1 the element).
+/// `reduce` of any number of operands: each init (a 0-d tensor) fills its result, then one
+/// `linalg.reduce` folds the operands' elements in index order, its body the StableHLO body's
+/// ops as scalars (body arguments: the accumulators, then the elements).
 fn reduce(op: Op, operands: &[Tensor], results: &[Tensor]) -> Result<String, OpError> {
-    let ([input, init], [result]) = (operands, results) else {
-        return Err(error_at(op, "'stablehlo.reduce' of several operands is not supported by the legalization yet"));
-    };
+    let n = results.len();
+    if n == 0 || operands.len() != 2 * n {
+        return Err(error_at(op, "'stablehlo.reduce' must have one init per input and one result per input"));
+    }
     let dimensions = int_list(op, "dimensions")?;
-    let scalar = combiner(op, &result.element)?;
-    let (t, el) = (result.text(), &result.element);
-    Ok(format!(
-        "%init = tensor.extract %a1[] : {it}\n%e = tensor.empty() : {t}\n%f = linalg.fill ins(%init : {el}) outs(%e : {t}) -> {t}\n%r = linalg.reduce ins(%a0 : {i}) outs(%f : {t}) dimensions = [{list}]\n(%in: {el}, %acc: {el}) {{\n{scalar}\nlinalg.yield %v : {el}\n}}\nreturn %r : {t}",
-        it = init.text(),
-        i = input.text(),
-        list = join(&dimensions),
-    ))
+    // StableHLO's body takes (accumulators…, elements…); linalg.reduce's block (elements…, inits…).
+    let names: Vec<String> = (0..n).map(|i| format!("%acc{i}")).chain((0..n).map(|i| format!("%in{i}"))).collect();
+    let types: Vec<String> = results.iter().chain(results).map(|r| r.element.clone()).collect();
+    let (scalar, yielded) = body_scalars(op, &names, &types)?;
+    let mut text = String::new();
+    for (i, (init, result)) in operands[n..].iter().zip(results).enumerate() {
+        let (t, el) = (result.text(), &result.element);
+        let _ = writeln!(
+            text,
+            "%init{i} = tensor.extract %a{}[] : {}\n%e{i} = tensor.empty() : {t}\n%f{i} = linalg.fill ins(%init{i} : {el}) outs(%e{i} : {t}) -> {t}",
+            n + i,
+            init.text()
+        );
+    }
+    let ins: Vec<String> = (0..n).map(|i| format!("%a{i}")).collect();
+    let in_types: Vec<String> = operands[..n].iter().map(Tensor::text).collect();
+    let outs: Vec<String> = (0..n).map(|i| format!("%f{i}")).collect();
+    let out_types: Vec<String> = results.iter().map(Tensor::text).collect();
+    let block: Vec<String> = (0..n)
+        .map(|i| format!("%in{i}: {}", results[i].element))
+        .chain((0..n).map(|i| format!("%acc{i}: {}", results[i].element)))
+        .collect();
+    let element_types: Vec<&str> = results.iter().map(|r| r.element.as_str()).collect();
+    let _ = write!(
+        text,
+        "%r:{n} = linalg.reduce ins({} : {}) outs({} : {}) dimensions = [{}]\n({}) {{\n{scalar}linalg.yield {} : {}\n}}\nreturn {} : {}",
+        ins.join(", "),
+        in_types.join(", "),
+        outs.join(", "),
+        out_types.join(", "),
+        join(&dimensions),
+        block.join(", "),
+        yielded.join(", "),
+        element_types.join(", "),
+        (0..n).map(|i| format!("%r#{i}")).collect::<Vec<_>>().join(", "),
+        out_types.join(", "),
+    );
+    Ok(text)
 }
 
-/// The scalar op of a `reduce` or `reduce_window` body that applies one binary elementwise op
-/// to its two arguments, on `%acc` (body argument 0) and `%in` (argument 1), into `%v`.
-fn combiner(op: Op, element: &str) -> Result<String, OpError> {
+/// The scalar code of a `reduce` or `reduce_window` body (its block's arguments named `names`,
+/// of element types `types`): each StableHLO op of the body on 0-d tensors becomes its scalar
+/// ops, with names of its own; returns the code and the names the body returns.
+fn body_scalars(op: Op, names: &[String], types: &[String]) -> Result<(String, Vec<String>), OpError> {
     let name = ir::op_name(op);
-    let not_yet = |why: &str| error_at(op, format!("'{name}' {why} is not supported by the legalization yet"));
+    let not_yet = |why: String| error_at(op, format!("'{name}' {why} is not supported by the legalization yet"));
     let regions = ir::regions(op);
     let blocks = regions.first().map(|&r| ir::blocks(r)).unwrap_or_default();
-    let [block] = blocks[..] else { return Err(not_yet("without a one-block body")) };
+    let [block] = blocks[..] else { return Err(not_yet("without a one-block body".into())) };
     let arguments = ir::block_arguments(block);
+    if arguments.len() != names.len() {
+        return Err(not_yet(format!("with a body of {} arguments", arguments.len())));
+    }
+    // Each value of the body: its scalar name and element type.
+    let mut values: Vec<(Val, String, String)> =
+        arguments.iter().zip(names.iter().zip(types)).map(|(&v, (n, t))| (v, n.clone(), t.clone())).collect();
+    let lookup = |values: &[(Val, String, String)], v: Val| {
+        values.iter().find(|(w, _, _)| ir::same_value(*w, v)).map(|(_, n, t)| (n.clone(), t.clone()))
+    };
+    let mut text = String::new();
     let ops = ir::block_ops(block);
-    let ([combine, ret], [acc, element_arg]) = (&ops[..], &arguments[..]) else {
-        return Err(not_yet("with a body of more than one op"));
-    };
-    let short = ir::op_name(*combine).trim_start_matches("stablehlo.").to_string();
-    let reads = ir::operands(*combine);
-    let returned = ir::operands(*ret);
-    let combined = ir::results(*combine);
-    let simple = ir::op_name(*ret) == "stablehlo.return"
-        && returned.len() == 1
-        && combined.len() == 1
-        && ir::same_value(returned[0], combined[0])
-        && reads.len() == 2;
-    if !simple {
-        return Err(not_yet("with this body"));
+    let Some((ret, body)) = ops.split_last() else { return Err(not_yet("with an empty body".into())) };
+    for (k, &inner) in body.iter().enumerate() {
+        let short = ir::op_name(inner).trim_start_matches("stablehlo.").to_string();
+        let mut inputs = Vec::new();
+        for v in ir::operands(inner) {
+            inputs.push(lookup(&values, v).ok_or_else(|| not_yet("whose body reads values from outside".into()))?);
+        }
+        let [result] = ir::results(inner)[..] else {
+            return Err(not_yet(format!("with a 'stablehlo.{short}' of several results in its body")));
+        };
+        let output = Tensor::of(inner, result)?;
+        if output.rank() != 0 {
+            return Err(not_yet("whose body computes on tensors that are not 0-d".into()));
+        }
+        if short == "constant" {
+            // A 0-d constant: the literal inside `dense<…>`.
+            let value = ir::attribute(inner, "value").map(ir::attribute_text).unwrap_or_default();
+            let literal = value.strip_prefix("dense<").and_then(|t| t.split_once('>')).map(|(l, _)| l.trim());
+            let Some(literal) = literal.filter(|l| !l.is_empty() && !l.contains(['[', ','])) else {
+                return Err(not_yet(format!("with the constant {value} in its body")));
+            };
+            let _ = writeln!(text, "%b{k}_v = arith.constant {literal} : {}", output.element);
+            values.push((result, format!("%b{k}_v"), output.element));
+            continue;
+        }
+        let input_types: Vec<String> = inputs.iter().map(|(_, t)| t.clone()).collect();
+        let Some(code) = scalar(inner, &short, &input_types, &output.element)? else {
+            return Err(not_yet(format!("with a 'stablehlo.{short}' in its body")));
+        };
+        // The snippet's own names get this op's prefix; its inputs are the body's values.
+        let mut code = code;
+        for i in 0..inputs.len() {
+            code = code.replace(&format!("%x{i}"), &format!("@{i}@"));
+        }
+        let mut code = code.replace('%', &format!("%b{k}_"));
+        for (i, (input, _)) in inputs.iter().enumerate() {
+            code = code.replace(&format!("@{i}@"), input);
+        }
+        let _ = writeln!(text, "{code}");
+        values.push((result, format!("%b{k}_v"), output.element));
     }
-    // In the body's operand order.
-    let order: Vec<&str> = reads
-        .iter()
-        .map(|&v| {
-            if ir::same_value(v, *acc) {
-                "%acc"
-            } else if ir::same_value(v, *element_arg) {
-                "%in"
-            } else {
-                ""
-            }
-        })
-        .collect();
-    if order.contains(&"") {
-        return Err(not_yet("whose body reads values from outside"));
+    if ir::op_name(*ret) != "stablehlo.return" {
+        return Err(not_yet("whose body does not end in stablehlo.return".into()));
     }
-    let element = element.to_string();
-    let Some(scalar) = scalar(op, &short, &[element.clone(), element.clone()], &element)? else {
-        return Err(not_yet(&format!("with a 'stablehlo.{short}' body")));
-    };
-    Ok(scalar.replace("%x0", order[0]).replace("%x1", order[1]))
+    let mut yielded = Vec::new();
+    for v in ir::operands(*ret) {
+        yielded.push(lookup(&values, v).ok_or_else(|| not_yet("whose body returns values from outside".into()))?.0);
+    }
+    Ok((text, yielded))
 }
 
 /// `reduce_window` (spec) of one operand: the operand padded with the init value (edges from
@@ -1241,8 +1301,14 @@ fn reduce_window(op: Op, operands: &[Tensor], results: &[Tensor]) -> Result<Stri
     if (0..rank).any(|d| interior[d] > 0 && (low[d] < 0 || high[d] < 0)) {
         return Err(error_at(op, "'stablehlo.reduce_window' with negative padding and base dilation is not supported by the legalization yet"));
     }
-    let scalar = combiner(op, &result.element)?;
     let el = &result.element;
+    let (scalar, yielded) = body_scalars(op, &["%acc".to_string(), "%x".to_string()], &[el.clone(), el.clone()])?;
+    let [yielded] = &yielded[..] else {
+        return Err(error_at(
+            op,
+            "'stablehlo.reduce_window' of several results is not supported by the legalization yet",
+        ));
+    };
     let mut body = format!("%init = tensor.extract %a1[] : {}\n", init.text());
     let (source, source_type) = if low.iter().chain(&high).chain(&interior).all(|&p| p == 0) {
         ("%a0", input.text())
@@ -1259,14 +1325,14 @@ fn reduce_window(op: Op, operands: &[Tensor], results: &[Tensor]) -> Result<Stri
     let reads: Vec<String> =
         (0..rank).map(|d| format!("d{d} * {} + d{} * {}", strides[d], rank + d, dilations[d])).collect();
     let window_dims: Vec<String> = (0..rank).map(|d| format!("d{}", rank + d)).collect();
-    let combine = scalar.replace("%in", "%x");
     let fold = Fold {
         init: "init",
         space,
         inputs: [(source, source_type, reads), ("%w", window_type.clone(), window_dims)],
         out: (0..rank).map(|d| format!("d{d}")).collect(),
         reduction: (rank..space).collect(),
-        combine: &combine,
+        combine: &scalar,
+        yielded,
     };
     let _ = write!(body, "%w = tensor.empty() : {window_type}\n{}", fold.text(result));
     Ok(body)
@@ -1867,6 +1933,44 @@ mod tests {
             reversal.join(", "),
             list(&c.strides),
         )
+    }
+
+    /// JAX's argmax: a two-operand reduce whose body compares, ties to the lower index, and
+    /// selects both; and a constant in a body.
+    #[test]
+    fn argmax_keeps_the_first_largest() {
+        let text = r#"func.func @main(%x: tensor<2x4xf32>) -> (tensor<2xf32>, tensor<2xi32>, tensor<2xf32>) {
+  %i = "stablehlo.iota"() <{iota_dimension = 1 : i64}> : () -> tensor<2x4xi32>
+  %v0 = "stablehlo.constant"() <{value = dense<0xFF800000> : tensor<f32>}> : () -> tensor<f32>
+  %i0 = "stablehlo.constant"() <{value = dense<0> : tensor<i32>}> : () -> tensor<i32>
+  %r:2 = "stablehlo.reduce"(%x, %i, %v0, %i0) <{dimensions = array<i64: 1>}> ({
+  ^bb0(%av: tensor<f32>, %ai: tensor<i32>, %bv: tensor<f32>, %bi: tensor<i32>):
+    %gt = "stablehlo.compare"(%av, %bv) <{comparison_direction = #stablehlo<comparison_direction GT>}> : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %eq = "stablehlo.compare"(%av, %bv) <{comparison_direction = #stablehlo<comparison_direction EQ>}> : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %lt = "stablehlo.compare"(%ai, %bi) <{comparison_direction = #stablehlo<comparison_direction LT>}> : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    %tie = "stablehlo.and"(%eq, %lt) : (tensor<i1>, tensor<i1>) -> tensor<i1>
+    %keep = "stablehlo.or"(%gt, %tie) : (tensor<i1>, tensor<i1>) -> tensor<i1>
+    %v = "stablehlo.select"(%keep, %av, %bv) : (tensor<i1>, tensor<f32>, tensor<f32>) -> tensor<f32>
+    %j = "stablehlo.select"(%keep, %ai, %bi) : (tensor<i1>, tensor<i32>, tensor<i32>) -> tensor<i32>
+    "stablehlo.return"(%v, %j) : (tensor<f32>, tensor<i32>) -> ()
+  }) : (tensor<2x4xf32>, tensor<2x4xi32>, tensor<f32>, tensor<i32>) -> (tensor<2xf32>, tensor<2xi32>)
+  %z = "stablehlo.constant"() <{value = dense<0.0> : tensor<f32>}> : () -> tensor<f32>
+  %s = "stablehlo.reduce"(%x, %z) <{dimensions = array<i64: 1>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %two = "stablehlo.constant"() <{value = dense<2.0> : tensor<f32>}> : () -> tensor<f32>
+    %d = "stablehlo.multiply"(%b, %two) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    %t = "stablehlo.add"(%a, %d) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    "stablehlo.return"(%t) : (tensor<f32>) -> ()
+  }) : (tensor<2x4xf32>, tensor<f32>) -> tensor<2xf32>
+  return %r#0, %r#1, %s : tensor<2xf32>, tensor<2xi32>, tensor<2xf32>
+}"#;
+        let x = [1.0, 3.0, 3.0, 0.0, -1.0, -1.0, -2.0, -1.0];
+        let outputs = run_main(text, vec![f32_tensor(&[2, 4], &x)]);
+        assert_eq!(f32_values(&outputs[0]), vec![3.0, -1.0]);
+        let indices: Vec<i32> =
+            outputs[1].bytes().chunks(4).map(|b| i32::from_le_bytes(b.try_into().unwrap())).collect();
+        assert_eq!(indices, vec![1, 0]);
+        assert_eq!(f32_values(&outputs[2]), vec![14.0, -10.0]);
     }
 
     proptest! {
