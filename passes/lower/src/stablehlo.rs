@@ -4,8 +4,7 @@
 //! * the ops of [`legalize::LEGALIZED`] (elementwise arithmetic and math, `compare`, `select`,
 //!   `convert`, `constant`, `broadcast_in_dim`, `reshape`, `transpose`, `dot_general`, `reduce`,
 //!   `iota`, slices, `concatenate`, `reverse`, `pad`, `gather`, `convolution`, `reduce_window`)
-//!   — to linalg, tensor, arith and
-//!   math on tensors, in-tree, as jaxlib's
+//!   — to linalg, tensor, arith and math on tensors, in-tree, as jaxlib's
 //!   `stablehlo-legalize-to-linalg` decomposes them (see [`legalize`]), so StableHLO steps run
 //!   without jaxlib;
 //!
@@ -43,19 +42,16 @@ pub struct LoweringStats {
     pub scatters: usize,
 }
 
-/// Lowers every leftover StableHLO op nested in `root`; fails on any StableHLO op it cannot
-/// lower (and changes nothing then).
+/// Lowers every StableHLO op nested in `root` (legalized ones first, then the leftovers); fails
+/// on any StableHLO op it cannot lower (and changes nothing then).
 pub fn lower_stablehlo(root: Op) -> Result<LoweringStats, OpError> {
     // Check first, so a failure leaves the IR untouched.
     let templates = legalize::plan(root)?;
     let legalized: std::collections::HashSet<usize> = templates.iter().map(|(op, _)| ir::op_key(*op)).collect();
-    let in_legalized_body = |op: Op| {
-        let parent = unsafe { mlirOperationGetParentOperation(op) };
-        !parent.ptr.is_null() && legalized.contains(&ir::op_key(parent))
-    };
+    // Ops in the body of a StableHLO op (a reduce's, a scatter's) are read by their owner.
     let all: Vec<Op> = ir::nested_ops(root)
         .into_iter()
-        .filter(|&op| !legalized.contains(&ir::op_key(op)) && !in_legalized_body(op))
+        .filter(|&op| !legalized.contains(&ir::op_key(op)) && !legalize::inside_body(op))
         .collect();
     for &op in &all {
         let name = ir::op_name(op);
@@ -64,7 +60,6 @@ pub fn lower_stablehlo(root: Op) -> Result<LoweringStats, OpError> {
                 name.as_str(),
                 "stablehlo.optimization_barrier" | "stablehlo.while" | "stablehlo.scatter" | "stablehlo.return"
             )
-            && !ir::op_name(unsafe { mlirOperationGetParentOperation(op) }).starts_with("stablehlo.scatter")
         {
             return Err(error_at(op, format!("'{name}' is not supported by the CPU lowering (supported: stablehlo.{}, while, scatter and optimization_barrier)", legalize::LEGALIZED.join(", "))));
         }

@@ -63,7 +63,7 @@ pub(crate) fn apply(templates: Vec<(Op, String)>) -> Result<usize, OpError> {
 /// Whether `op` is in the body of a StableHLO op other than `while` (`reduce`,
 /// `reduce_window`, `scatter`, `sort`, …: scalar code on 0-d tensors that its owner
 /// translates, and erases with it).
-fn inside_body(op: Op) -> bool {
+pub(crate) fn inside_body(op: Op) -> bool {
     let parent = unsafe { mlirOperationGetParentOperation(op) };
     !parent.ptr.is_null() && {
         let name = ir::op_name(parent);
