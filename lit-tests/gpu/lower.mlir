@@ -22,7 +22,7 @@
 
 // SM80: gpu.binary @main_kernel [#gpu.object<#nvvm.target<O = 3, chip = "sm_80">
 
-// PIPELINE: builtin.module(remat-lower-stablehlo,inline,one-shot-bufferize{{.*}}func.func(remat-place-deallocs),remat-host-buffers,convert-bufferization-to-memref,remat-gpu-parallelize,func.func(convert-linalg-to-parallel-loops,scf-parallel-loop-tiling{parallel-loop-tile-sizes=32,8 no-min-max-bounds=1},sccp),func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu,remat-gpu-check-host),gpu-kernel-outlining,nvvm-attach-target{chip=sm_90 O=3},gpu.module(convert-gpu-to-nvvm),{{.*}}finalize-memref-to-llvm{use-generic-functions=1}{{.*}}gpu-module-to-binary{format=isa
+// PIPELINE: builtin.module(remat-lower-stablehlo,inline{{.*}},one-shot-bufferize{{.*}}func.func(remat-place-deallocs),remat-host-buffers,convert-bufferization-to-memref,remat-gpu-parallelize,func.func(convert-linalg-to-parallel-loops,scf-parallel-loop-tiling{parallel-loop-tile-sizes=32,8 no-min-max-bounds=1},sccp),func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu,remat-gpu-check-host),gpu-kernel-outlining,nvvm-attach-target{chip=sm_90 O=3},gpu.module(convert-gpu-to-nvvm),{{.*}}finalize-memref-to-llvm{use-generic-functions=1}{{.*}}gpu-module-to-binary{format=isa
 // PIPELINE-NOT: cse
 
 func.func @main(%x: tensor<4x8xf32>) -> tensor<f32> {

@@ -13,7 +13,7 @@
 
 // MEASURED: {"peak_bytes":{{[0-9]+}},"seconds":{{.*}},"outputs":1,"outputs_match":true,
 
-// PIPELINE: builtin.module(remat-lower-stablehlo,inline,one-shot-bufferize{{.*}}ownership-based-buffer-deallocation{{.*}}func.func(remat-place-deallocs){{.*}}finalize-memref-to-llvm{use-generic-functions=1}
+// PIPELINE: builtin.module(remat-lower-stablehlo,inline{{.*}},one-shot-bufferize{{.*}}ownership-based-buffer-deallocation{{.*}}func.func(remat-place-deallocs){{.*}}finalize-memref-to-llvm{use-generic-functions=1}
 // PIPELINE-NOT: cse
 
 func.func @main(%x: tensor<4x8xf32>) -> tensor<f32> {

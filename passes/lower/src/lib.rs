@@ -57,9 +57,11 @@ impl std::str::FromStr for Target {
 }
 
 /// Tensor → buffers, with deallocations right after last uses. Private functions are inlined
-/// (after the StableHLO ops are lowered: MLIR's inliner cannot handle unregistered ops), as the planner's import does (JAX's `relu`, `log_softmax` helpers): a buffer passed
-/// to a call that may return an alias of it can only be freed at the end of the step.
-pub(crate) const BUFFERIZE: &str = "remat-lower-stablehlo,inline,\
+/// as the planner's import does (JAX's `relu`, `log_softmax` helpers: a buffer passed to a call
+/// that may return an alias of it can only be freed at the end of the step), after the
+/// StableHLO ops are lowered (MLIR's inliner cannot handle unregistered ops), and with no
+/// default pipeline: the inliner's canonicalization would change the program that was planned.
+pub(crate) const BUFFERIZE: &str = "remat-lower-stablehlo,inline{default-pipeline=\"\"},\
 one-shot-bufferize{bufferize-function-boundaries=1 function-boundary-type-conversion=identity-layout-map buffer-alignment=0 allow-return-allocs-from-loops=1},\
 expand-realloc,ownership-based-buffer-deallocation,canonicalize,buffer-deallocation-simplification,\
 bufferization-lower-deallocations,canonicalize,func.func(remat-place-deallocs),remat-host-buffers";
