@@ -253,3 +253,72 @@ func.func @argmax(%x: tensor<3x4xf32>, %i: tensor<3x4xi32>, %v0: tensor<f32>, %i
   }) : (tensor<3x4xf32>, tensor<3x4xi32>, tensor<f32>, tensor<i32>) -> (tensor<3xf32>, tensor<3xi32>)
   return %r#0, %r#1 : tensor<3xf32>, tensor<3xi32>
 }
+
+// select_and_scatter (JAX's max-pool gradient): one linalg.generic choosing each window's
+// element (its value and its offset in the window, -1 before the first), then one over the
+// operand adding the source values of the windows that chose each element.
+// CHECK-LABEL: func.func @max_pool_gradient
+// CHECK: %[[OFFSETS:.+]] = linalg.fill ins(%c-1_i32 : i32) outs(%{{.+}} : tensor<2x2xi32>)
+// CHECK: %[[SELECTED:.+]]:2 = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction", "reduction"]{{.*}} outs(%{{.+}}, %[[OFFSETS]] : tensor<2x2xf32>, tensor<2x2xi32>)
+// CHECK: tensor.extract %arg0
+// CHECK: arith.cmpf oge
+// CHECK: linalg.yield %{{.+}}, %{{.+}} : f32, i32
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction", "reduction"]{{.*}} outs(%{{.+}} : tensor<4x2xf32>)
+// CHECK: tensor.extract %[[SELECTED]]#1
+// CHECK: tensor.extract %arg1
+// CHECK: arith.addf
+// CHECK-NOT: stablehlo.
+func.func @max_pool_gradient(%x: tensor<4x2xf32>, %s: tensor<2x2xf32>) -> tensor<4x2xf32> {
+  %init = "stablehlo.constant"() <{value = dense<0.0> : tensor<f32>}> : () -> tensor<f32>
+  %r = "stablehlo.select_and_scatter"(%x, %s, %init) <{window_dimensions = array<i64: 3, 1>, window_strides = array<i64: 2, 1>, padding = dense<[[0, 1], [0, 0]]> : tensor<2x2xi64>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %c = "stablehlo.compare"(%a, %b) <{comparison_direction = #stablehlo<comparison_direction GE>}> : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    "stablehlo.return"(%c) : (tensor<i1>) -> ()
+  }, {
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %c = "stablehlo.add"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    "stablehlo.return"(%c) : (tensor<f32>) -> ()
+  }) : (tensor<4x2xf32>, tensor<2x2xf32>, tensor<f32>) -> tensor<4x2xf32>
+  return %r : tensor<4x2xf32>
+}
+
+// Unsigned integers (JAX's threefry RNG): the program becomes signless, the function's type
+// too; the ops whose meaning depends on the sign take the unsigned form, and shifts by the
+// width or more give 0 as the specification says.
+// CHECK-LABEL: func.func @unsigned(%arg0: tensor<4xi32>, %arg1: tensor<4xi32>) -> (tensor<4xi32>, tensor<4xf32>, tensor<4xi1>, tensor<4xi64>)
+// CHECK: arith.constant dense<-1640531527> : tensor<4xi32>
+// CHECK: arith.cmpi uge
+// CHECK: arith.shrui
+// CHECK: arith.select
+// CHECK: arith.shli
+// CHECK: arith.uitofp {{.*}} : i32 to f32
+// CHECK: arith.cmpi ult
+// CHECK: arith.extui {{.*}} : i32 to i64
+// CHECK: arith.maxui
+// CHECK-NOT: stablehlo.
+// CHECK-NOT: ui32
+func.func @unsigned(%x: tensor<4xui32>, %n: tensor<4xui32>) -> (tensor<4xui32>, tensor<4xf32>, tensor<4xi1>, tensor<4xui64>) {
+  %k = "stablehlo.constant"() <{value = dense<2654435769> : tensor<4xui32>}> : () -> tensor<4xui32>
+  %0 = "stablehlo.shift_right_logical"(%x, %n) : (tensor<4xui32>, tensor<4xui32>) -> tensor<4xui32>
+  %1 = "stablehlo.shift_left"(%0, %n) : (tensor<4xui32>, tensor<4xui32>) -> tensor<4xui32>
+  %2 = "stablehlo.xor"(%1, %k) : (tensor<4xui32>, tensor<4xui32>) -> tensor<4xui32>
+  %3 = "stablehlo.convert"(%2) : (tensor<4xui32>) -> tensor<4xf32>
+  %4 = "stablehlo.compare"(%2, %k) <{comparison_direction = #stablehlo<comparison_direction LT>, compare_type = #stablehlo<comparison_type UNSIGNED>}> : (tensor<4xui32>, tensor<4xui32>) -> tensor<4xi1>
+  %5 = "stablehlo.convert"(%2) : (tensor<4xui32>) -> tensor<4xui64>
+  %6 = "stablehlo.maximum"(%2, %x) : (tensor<4xui32>, tensor<4xui32>) -> tensor<4xui32>
+  return %6, %3, %4, %5 : tensor<4xui32>, tensor<4xf32>, tensor<4xi1>, tensor<4xui64>
+}
+
+// Integer divide and remainder are total, as XLA makes them: the divisor is replaced by 1
+// where it is 0 or where MIN / -1 would overflow, then the results there are fixed.
+// CHECK-LABEL: func.func @integer_division
+// CHECK: arith.cmpi eq
+// CHECK: arith.divsi
+// CHECK: arith.select
+// CHECK: arith.remsi
+// CHECK-NOT: stablehlo.
+func.func @integer_division(%a: tensor<4xi32>, %b: tensor<4xi32>) -> (tensor<4xi32>, tensor<4xi32>) {
+  %0 = "stablehlo.divide"(%a, %b) : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  %1 = "stablehlo.remainder"(%a, %b) : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  return %0, %1 : tensor<4xi32>, tensor<4xi32>
+}

@@ -52,14 +52,15 @@ POLICIES = ("none", "nothing_saveable", "dots_saveable")
 # Policies a model is also measured with: the one scanned LMs use in practice (MaxText's
 # default), which saves the weight matmuls and recomputes the attention's batched ones.
 EXTRA_POLICIES = {"transformer_scan": ("dots_with_no_batch_dims_saveable",)}
-JAX_MODELS = ("mlp", "rnn_scan", "transformer", "resnet", "transformer12", "transformer_scan")
+JAX_MODELS = ("mlp", "rnn_scan", "transformer", "resnet", "transformer12", "transformer_scan",
+              "cnn_pool", "attention_causal", "lm_dropout")
 # XLA's cost analysis counts a while loop's body once, not once per trip.
 LOOP_MODELS = ("rnn_scan",)
 LOOP_FLOPS = " (counts each lax.scan while-loop body once, not per time step)"
 # Models whose flops are taken from the same step with its scans unrolled (lax.scan's
 # unroll=True: the same arithmetic, so the cost analysis counts every layer), while their
 # memory is the scanned step's own.
-UNROLLED_FLOP_MODELS = ("transformer_scan",)
+UNROLLED_FLOP_MODELS = ("transformer_scan", "lm_dropout")
 UNROLLED_FLOPS = (" of the same step with lax.scan(unroll=True) (the scanned step's analysis counts "
                   "the loop body once)")
 LOSS_RTOL = 1e-6  # a checkpointed step must give the exported step's loss
@@ -163,6 +164,15 @@ def jax_forwards(E, remat):
                                                "final layernorm and head outside"),
         "resnet": (resnet, f"around each of the {len(E.RES_WIDTHS) * E.RES_BLOCKS} BasicBlocks "
                            "(export_jax.basic_block); stem, max pool and head outside"),
+        # export_jax's own forwards, which take the checkpoint as an argument.
+        "cnn_pool": (functools.partial(E.cnn_pool_forward, remat=remat),
+                     "around each of the 2 stages (conv + BatchNorm + relu + pool); the head outside"),
+        "attention_causal": (functools.partial(E.attention_causal_forward, remat=remat),
+                             "around the attention block (layernorm, causal attention, residual); "
+                             "embedding and head outside"),
+        "lm_dropout": (functools.partial(E.lm_dropout_forward, remat=remat),
+                       f"around the lax.scan body, the {blocks} with dropout that the scan runs for "
+                       f"each of the {E.LMD_BLOCKS} layers; embedding, final layernorm and head outside"),
     }
 
 

@@ -79,9 +79,10 @@ def inputs(specs, rng):
         shape = leaf.shape
         scale = 1 / np.sqrt(np.prod(shape[:-1])) if len(shape) >= 2 else 1.0
         vals.append((rng.standard_normal(shape) * scale).astype(np.float32))
-    for leaf, is_y in ((x, False), (y, True)):
-        if np.dtype(leaf.dtype) == np.int32:
-            vals.append(rng.integers(0, INT_HIGH, leaf.shape).astype(np.int32))
+    leaves = [(leaf, False) for leaf in jax.tree_util.tree_leaves(x)] + [(y, True)]
+    for leaf, is_y in leaves:
+        if np.dtype(leaf.dtype) in (np.int32, np.uint32):  # uint32: a PRNG key (lm_dropout)
+            vals.append(rng.integers(0, INT_HIGH, leaf.shape).astype(leaf.dtype))
         elif is_y:
             c = leaf.shape[-1]
             rows = np.zeros((int(np.prod(leaf.shape[:-1])), c), np.float32)

@@ -72,7 +72,7 @@ LEGALIZE_PIPELINE = (
 CLEANUP_PIPELINE = "builtin.module(canonicalize,cse,symbol-dce)"
 
 # Dialects allowed in a linalg file.
-UPSTREAM_DIALECTS = {"builtin", "func", "arith", "math", "linalg", "tensor"}
+UPSTREAM_DIALECTS = {"builtin", "func", "arith", "math", "linalg", "tensor", "scf"}
 # The only StableHLO ops stablehlo-legalize-to-linalg may leave in a linalg
 # file (it has no pattern for them), with the terminator of their regions.
 # The ops inside their regions are legalized like the rest (to 0-d
@@ -82,6 +82,7 @@ LEFTOVER_STABLEHLO_OPS = (
     "stablehlo.scatter",  # integer-label cross-entropy backward, embedding backward
     "stablehlo.while",  # lax.scan, forward and backward
     "stablehlo.optimization_barrier",  # jax.checkpoint
+    "stablehlo.select_and_scatter",  # max-pool backward (lax.reduce_window max)
     "stablehlo.return",  # terminator of the regions of the three above
 )
 
@@ -480,6 +481,151 @@ def rnn_specs():
     return params, spec(RNN_T, RNN_B, RNN_IN), spec(RNN_B, NCLASS)
 
 
+# ---------------------------------------------------------------- cnn_pool
+# A small CNN as people write it with plain JAX ops: two conv + BatchNorm +
+# relu stages, a 3x3/2 max pool with "SAME" padding after the first and a 2x2/2
+# average pool after the second, both lax.reduce_window; dense 256 -> 10 on the
+# flattened features, integer labels. Unlike resnet, the max pool's gradient is
+# JAX's own: stablehlo.select_and_scatter (with padding), and the average
+# pool's is a pad + reduce_window. x: f32 NHWC 4x16x16x3, labels int32 [4].
+
+CNN_N, CNN_HW, CNN_CIN, CNN_WIDTHS = 4, 16, 3, (8, 16)
+
+
+def no_remat(f, **_):
+    return f
+
+
+def cnn_pool_stage1(p, h):
+    h = jax.nn.relu(batchnorm(conv(h, p["conv"]), *p["bn"]))
+    return lax.reduce_window(h, -jnp.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME")
+
+
+def cnn_pool_stage2(p, h):
+    h = jax.nn.relu(batchnorm(conv(h, p["conv"]), *p["bn"]))
+    return lax.reduce_window(h, 0.0, lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") / F32(4)
+
+
+def cnn_pool_forward(params, x, remat=no_remat):
+    """`remat` wraps each stage (alternatives.py: jax.checkpoint with a policy)."""
+    h = remat(cnn_pool_stage1)(params["stage1"], x)
+    h = remat(cnn_pool_stage2)(params["stage2"], h)
+    h = h.reshape(h.shape[0], -1)
+    w, b = params["head"]
+    return h @ w + b
+
+
+def cnn_pool_specs():
+    c1, c2 = CNN_WIDTHS
+    side = CNN_HW // 4
+    params = {
+        "stage1": {"conv": spec(3, 3, CNN_CIN, c1), "bn": (spec(c1), spec(c1))},
+        "stage2": {"conv": spec(3, 3, c1, c2), "bn": (spec(c2), spec(c2))},
+        "head": (spec(side * side * c2, NCLASS), spec(NCLASS)),
+    }
+    return params, spec(CNN_N, CNN_HW, CNN_HW, CNN_CIN), ispec(CNN_N)
+
+
+# ---------------------------------------------------------------- attention_causal
+# One pre-LN causal self-attention block written with jax.nn.dot_product_attention
+# (is_causal=True, the XLA implementation: the mask is built from iotas and
+# applied with a select), 4 heads with biases, token embedding in and a vocabulary
+# head out. tokens, labels: int32 4x32; vocab 96, d_model 64.
+
+ATT_B, ATT_S, ATT_D, ATT_H, ATT_VOCAB = 4, 32, 64, 4, 96
+
+
+def attention_causal_block(params, h):
+    b, s, d = h.shape
+    x = layernorm(h, *params["ln"])
+
+    def heads(w, bias):  # b s d -> b s h hd, the layout dot_product_attention takes
+        return (x @ w + bias).reshape(b, s, ATT_H, d // ATT_H)
+
+    q = heads(params["wq"], params["bq"])
+    k = heads(params["wk"], params["bk"])
+    v = heads(params["wv"], params["bv"])
+    o = jax.nn.dot_product_attention(q, k, v, is_causal=True, implementation="xla")
+    return h + o.reshape(b, s, d) @ params["wo"]
+
+
+def attention_causal_forward(params, tokens, remat=no_remat):
+    """`remat` wraps the block (embedding and head outside)."""
+    h = jnp.take(params["embed"], tokens, axis=0)
+    h = remat(attention_causal_block)(params, h)
+    w, bias = params["head"]
+    return h @ w + bias
+
+
+def attention_causal_specs():
+    d = ATT_D
+    params = {"embed": spec(ATT_VOCAB, d), "ln": (spec(d), spec(d))}
+    for name in ("q", "k", "v"):
+        params["w" + name] = spec(d, d)
+        params["b" + name] = spec(d)
+    params["wo"] = spec(d, d)
+    params["head"] = (spec(d, ATT_VOCAB), spec(ATT_VOCAB))
+    return params, ispec(ATT_B, ATT_S), ispec(ATT_B, ATT_S)
+
+
+# ---------------------------------------------------------------- lm_dropout
+# A language model trained with dropout: its 4 pre-LN blocks under lax.scan
+# (stacked parameters, as nn.scan), dropout (rate 0.1) on each block's attention
+# and MLP outputs with keys split from a PRNG key input, so the step holds JAX's
+# threefry2x32 RNG (uint32 arithmetic, shifts, bitcasts). x = (tokens int32 4x16,
+# key uint32[2]: jax.random.PRNGKey's raw form), labels int32 4x16; vocab 64,
+# d_model 32, 2 heads, MLP 32 -> 64 -> 32; embedding gather in, head out.
+
+LMD_B, LMD_S, LMD_D, LMD_H, LMD_MLP, LMD_BLOCKS, LMD_VOCAB, LMD_RATE = 4, 16, 32, 2, 64, 4, 64, 0.1
+
+
+def dropout(key, x, rate=LMD_RATE):
+    keep = jax.random.bernoulli(key, 1.0 - rate, x.shape)
+    return jnp.where(keep, x / F32(1.0 - rate), F32(0))
+
+
+def lm_dropout_block(h, blk_key):
+    blk, key = blk_key
+    k_attn, k_mlp = jax.random.split(key)
+    h = h + dropout(k_attn, attention(blk["attn"], layernorm(h, *blk["ln1"]), LMD_H))
+    m = layernorm(h, *blk["ln2"])
+    m = jax.nn.gelu(m @ blk["w1"] + blk["b1"], approximate=True)
+    return h + dropout(k_mlp, m @ blk["w2"] + blk["b2"]), None
+
+
+def lm_dropout_forward(params, x, remat=no_remat, unroll=False):
+    """`remat` wraps the scan body; `unroll` unrolls the scan (the same arithmetic)."""
+    tokens, key = x
+    h = jnp.take(params["embed"], tokens, axis=0) + params["pos"]
+    keys = jax.random.split(key, LMD_BLOCKS)
+    h, _ = lax.scan(remat(lm_dropout_block), h, (params["blocks"], keys), unroll=unroll)
+    h = layernorm(h, *params["ln_f"])
+    w, b = params["head"]
+    return h @ w + b
+
+
+def lm_dropout_specs():
+    d, n = LMD_D, LMD_BLOCKS
+    blocks = {
+        "ln1": (spec(n, d), spec(n, d)),
+        "attn": {k: spec(n, d, d) for k in ("wq", "wk", "wv", "wo")},
+        "ln2": (spec(n, d), spec(n, d)),
+        "w1": spec(n, d, LMD_MLP),
+        "b1": spec(n, LMD_MLP),
+        "w2": spec(n, LMD_MLP, d),
+        "b2": spec(n, d),
+    }
+    params = {
+        "embed": spec(LMD_VOCAB, d),
+        "pos": spec(LMD_S, d),
+        "blocks": blocks,
+        "ln_f": (spec(d), spec(d)),
+        "head": (spec(d, LMD_VOCAB), spec(LMD_VOCAB)),
+    }
+    key = jax.ShapeDtypeStruct((2,), jnp.uint32)
+    return params, (ispec(LMD_B, LMD_S), key), ispec(LMD_B, LMD_S)
+
+
 class Model(NamedTuple):
     forward: Callable
     specs: Callable  # () -> (params, x, y) as ShapeDtypeStructs
@@ -501,6 +647,10 @@ MODELS = {
     # A wider transformer LM with its 12 blocks under lax.scan.
     "transformer_scan": Model(transformer_scan_forward, transformer_scan_specs, softmax_xent_int,
                               ("tokens", "labels")),
+    "cnn_pool": Model(cnn_pool_forward, cnn_pool_specs, softmax_xent_int, ("x", "labels")),
+    "attention_causal": Model(attention_causal_forward, attention_causal_specs, softmax_xent_int,
+                              ("tokens", "labels")),
+    "lm_dropout": Model(lm_dropout_forward, lm_dropout_specs, softmax_xent_int, ("(tokens, key)", "labels")),
 }
 
 

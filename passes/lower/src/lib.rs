@@ -125,7 +125,7 @@ pub fn run_pipeline(context: &RematContext, module: &mut Module, pipeline: &str)
 pub fn legalize_stablehlo(module: &Module) -> Result<usize, MlirError> {
     let root = module.as_operation().to_raw();
     let templates = stablehlo::legalize_plan(root).map_err(|e| e.to_mlir_error())?;
-    stablehlo::legalize_apply(templates).map_err(|e| e.to_mlir_error())
+    stablehlo::legalize_apply(root, templates).map_err(|e| e.to_mlir_error())
 }
 
 unsafe extern "C" {
@@ -211,7 +211,7 @@ unsafe extern "C" fn lower_stablehlo_callback(op: mlir_sys::MlirOperation) -> bo
 unsafe extern "C" fn legalize_stablehlo_callback(op: mlir_sys::MlirOperation) -> bool {
     guarded(op, "remat-legalize-stablehlo", || {
         let templates = stablehlo::legalize_plan(op).map_err(emit_at_op)?;
-        let count = stablehlo::legalize_apply(templates).map_err(emit_at_op)?;
+        let count = stablehlo::legalize_apply(op, templates).map_err(emit_at_op)?;
         tracing::debug!(count, "remat-legalize-stablehlo");
         Ok(())
     })

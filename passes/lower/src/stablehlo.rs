@@ -75,7 +75,7 @@ pub fn lower_stablehlo(root: Op) -> Result<LoweringStats, OpError> {
             matches!(name.as_str(), "stablehlo.optimization_barrier" | "stablehlo.while" | "stablehlo.scatter")
         })
         .collect();
-    let mut stats = LoweringStats { legalized: legalize::apply(templates)?, ..LoweringStats::default() };
+    let mut stats = LoweringStats { legalized: legalize::apply(root, templates)?, ..LoweringStats::default() };
     for (op, name) in targets {
         match name.as_str() {
             "stablehlo.optimization_barrier" => {

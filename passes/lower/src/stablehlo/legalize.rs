@@ -26,6 +26,7 @@
 //! | `gather` | `linalg.generic` over the result, its body computing the operand index (`tensor.extract`) |
 //! | `convolution` (one feature and batch group) | the input padded and dilated, then a `linalg.generic` summing in jaxlib's order for the layout |
 //! | `reduce_window` (one operand; any elementwise body) | the input padded with the init, then a `linalg.generic` over result and window |
+//! | `select_and_scatter` (elementwise bodies) | a `linalg.generic` selecting each window's element (value and offset), then one over the operand gathering the source values that selected each element |
 //!
 //! Anything else is left for the leftover lowering (`while`, `scatter`,
 //! `optimization_barrier`), which names any op it cannot lower at its location.
@@ -51,13 +52,63 @@ pub(crate) fn plan(root: Op) -> Result<Vec<(Op, String)>, OpError> {
     Ok(templates)
 }
 
-/// Applies [`plan`]'s templates; returns how many ops were legalized.
-pub(crate) fn apply(templates: Vec<(Op, String)>) -> Result<usize, OpError> {
+/// Applies [`plan`]'s templates to `root`; returns how many ops were legalized. First every
+/// value of an unsigned or signed integer type becomes signless (functions' types too), and
+/// the casts between the two forms that jaxlib's linalg form holds
+/// (`builtin.unrealized_conversion_cast`) fold away.
+pub(crate) fn apply(root: Op, templates: Vec<(Op, String)>) -> Result<usize, OpError> {
+    make_signless(root);
     let count = templates.len();
     for (op, body) in templates {
         inline(op, &body)?;
     }
     Ok(count)
+}
+
+/// Retypes every value nested in `root` with [`signless_type_text`]; folds the
+/// `builtin.unrealized_conversion_cast`s that become casts of a type to itself.
+fn make_signless(root: Op) {
+    let context = unsafe { mlirOperationGetContext(root) };
+    let retype = |v: Val| {
+        let text = ir::type_text(ir::value_type(v));
+        let new = signless_type_text(&text);
+        if new != text {
+            let t = unsafe { mlirTypeParseGet(context, ir::string_ref(&new)) };
+            if !t.ptr.is_null() {
+                unsafe { mlirValueSetType(v, t) };
+            }
+        }
+    };
+    let mut casts = Vec::new();
+    for op in std::iter::once(root).chain(ir::nested_ops(root)) {
+        ir::results(op).into_iter().for_each(retype);
+        for region in ir::regions(op) {
+            for block in ir::blocks(region) {
+                ir::block_arguments(block).into_iter().for_each(retype);
+            }
+        }
+        if let Some(attr) = ir::attribute(op, "function_type") {
+            let text = ir::attribute_text(attr);
+            let new = signless_type_text(&text);
+            if new != text {
+                let t = unsafe { mlirTypeParseGet(context, ir::string_ref(&new)) };
+                if !t.ptr.is_null() {
+                    unsafe { mlirOperationSetAttributeByName(op, ir::string_ref("function_type"), mlirTypeAttrGet(t)) };
+                }
+            }
+        }
+        if ir::op_name(op) == "builtin.unrealized_conversion_cast" {
+            casts.push(op);
+        }
+    }
+    for cast in casts {
+        if let ([from], [to]) = (&ir::operands(cast)[..], &ir::results(cast)[..]) {
+            if ir::types_equal(ir::value_type(*from), ir::value_type(*to)) {
+                ir::replace_all_uses(*to, *from);
+                ir::erase(cast);
+            }
+        }
+    }
 }
 
 /// Whether `op` is in the body of a StableHLO op other than `while` (`reduce`,
@@ -86,7 +137,7 @@ impl Tensor {
     fn parse(text: &str) -> Option<Tensor> {
         let inner = text.strip_prefix("tensor<")?.strip_suffix('>')?;
         let mut parts: Vec<&str> = inner.split('x').collect();
-        let element = parts.pop()?.to_string();
+        let element = signless(parts.pop()?);
         if element.contains(['<', ',', '?']) {
             return None;
         }
@@ -108,6 +159,50 @@ impl Tensor {
     fn is_float(&self) -> bool {
         is_float(&self.element)
     }
+}
+
+/// An integer element type without its signedness (`ui32`, `si32` → `i32`): the legalized
+/// program is signless, as upstream arith wants; the ops whose meaning depends on the sign read
+/// it from the original types ([`scalar_element`]) before [`apply`] retypes the values.
+fn signless(element: &str) -> String {
+    match element.strip_prefix("ui").or_else(|| element.strip_prefix("si")) {
+        Some(bits) if bits.parse::<u32>().is_ok() => format!("i{bits}"),
+        _ => element.to_string(),
+    }
+}
+
+/// Whether an element type (as written, before [`signless`]) is an unsigned integer.
+fn is_unsigned(element: &str) -> bool {
+    element.strip_prefix("ui").is_some_and(|w| w.parse::<u32>().is_ok())
+}
+
+/// The element type of `v` as written (`ui32` stays `ui32`), for [`scalar`].
+fn scalar_element(v: Val) -> String {
+    let text = ir::type_text(ir::value_type(v));
+    let inner = text.strip_prefix("tensor<").and_then(|t| t.strip_suffix('>')).unwrap_or(&text);
+    inner.rsplit('x').next().unwrap_or(inner).to_string()
+}
+
+/// `text` (a type) with every unsigned or signed integer element type made signless.
+fn signless_type_text(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(['u', 's']) {
+        let (before, from) = rest.split_at(at);
+        out.push_str(before);
+        let boundary = out.ends_with(['x', '<', '(', ' ', ',']) || out.is_empty();
+        let bits: String = from[2..].chars().take_while(char::is_ascii_digit).collect();
+        if boundary && from[1..].starts_with('i') && !bits.is_empty() {
+            out.push('i');
+            out.push_str(&bits);
+            rest = &from[2 + bits.len()..];
+        } else {
+            out.push_str(&from[..1]);
+            rest = &from[1..];
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 fn is_float(element: &str) -> bool {
@@ -179,6 +274,7 @@ pub const LEGALIZED: &[&str] = &[
     "gather",
     "convolution",
     "reduce_window",
+    "select_and_scatter",
     "add",
     "subtract",
     "multiply",
@@ -210,6 +306,9 @@ pub const LEGALIZED: &[&str] = &[
     "round_nearest_afz",
     "logistic",
     "popcnt",
+    "shift_left",
+    "shift_right_logical",
+    "shift_right_arithmetic",
     "select",
     "compare",
     "clamp",
@@ -233,8 +332,10 @@ fn template(op: Op) -> Result<Option<String>, OpError> {
         "constant" => {
             let value = ir::attribute(op, "value").ok_or_else(|| unsupported("has no value"))?;
             let result = &results[0];
-            // The attribute's text carries its type (`dense<…> : tensor<…>`).
-            format!("%r = arith.constant {}\nreturn %r : {}", ir::attribute_text(value), result.text())
+            // The attribute's text carries its type (`dense<…> : tensor<…>`), made signless.
+            let text = ir::attribute_text(value);
+            let literal = text.rsplit_once(" : ").map_or(text.as_str(), |(literal, _)| literal);
+            format!("%r = arith.constant {literal} : {t}\nreturn %r : {t}", t = result.text())
         }
         "broadcast_in_dim" => broadcast_in_dim(op, &operands[0], &results[0])?,
         "reshape" => reshape(&operands[0], &results[0]),
@@ -332,6 +433,7 @@ fn template(op: Op) -> Result<Option<String>, OpError> {
         "gather" => gather(op, &operands, &results[0])?,
         "convolution" => convolution(op, &operands, &results[0])?,
         "reduce_window" => reduce_window(op, &operands, &results)?,
+        "select_and_scatter" => select_and_scatter(op, &operands, &results[0])?,
         "reduce" => return reduce(op, &operands, &results).map(Some),
         "iota" => {
             let dimension = ir::attribute(op, "iota_dimension")
@@ -365,10 +467,17 @@ fn template(op: Op) -> Result<Option<String>, OpError> {
 /// The scalar computation of an elementwise op on `%x0, %x1, …` (element types `inputs`)
 /// into `%v`, or `None` when `short` is not an elementwise op this legalization knows.
 fn scalar(op: Op, short: &str, inputs: &[String], output: &str) -> Result<Option<String>, OpError> {
-    let t = inputs.first().cloned().unwrap_or_default();
+    let written = inputs.first().cloned().unwrap_or_default();
+    let unsigned = is_unsigned(&written);
+    let raw_output = output;
+    let signless_output = signless(output);
+    let output = signless_output.as_str();
+    let t = signless(&written);
     let float = is_float(&t);
     let int = is_integer(&t);
-    let unsupported = || error_at(op, format!("'stablehlo.{short}' on {t} is not supported by the legalization"));
+    let unsupported = || error_at(op, format!("'stablehlo.{short}' on {written} is not supported by the legalization"));
+    // Integer ops whose meaning depends on the sign.
+    let (max, min) = if unsigned { ("arith.maxui", "arith.minui") } else { ("arith.maxsi", "arith.minsi") };
     let binary = |f: &str, i: &str| -> Result<String, OpError> {
         let name = if float {
             f
@@ -394,8 +503,24 @@ fn scalar(op: Op, short: &str, inputs: &[String], output: &str) -> Result<Option
         "multiply" => binary("arith.mulf", "arith.muli")?,
         "divide" if float => binary("arith.divf", "")?,
         "remainder" if float => binary("arith.remf", "")?,
-        "maximum" => binary("arith.maximumf", "arith.maxsi")?,
-        "minimum" => binary("arith.minimumf", "arith.minsi")?,
+        "divide" | "remainder" if int && t != "i1" => integer_division(short == "divide", unsigned, &t),
+        "maximum" => binary("arith.maximumf", max)?,
+        "minimum" => binary("arith.minimumf", min)?,
+        "shift_left" | "shift_right_logical" | "shift_right_arithmetic" if int && t != "i1" => {
+            // The specification: a shift by the width or more gives 0 (left, logical) or the
+            // sign in every bit (arithmetic); LLVM's shifts are poison there.
+            let bits = width(&t);
+            match short {
+                "shift_right_arithmetic" => format!(
+                    "%top = arith.constant {} : {t}\n%s = arith.minui %x1, %top : {t}\n%v = arith.shrsi %x0, %s : {t}",
+                    bits - 1
+                ),
+                _ => format!(
+                    "%w = arith.constant {bits} : {t}\n%zero = arith.constant 0 : {t}\n%big = arith.cmpi uge, %x1, %w : {t}\n%sh = {} %x0, %x1 : {t}\n%v = arith.select %big, %zero, %sh : {t}",
+                    if short == "shift_left" { "arith.shli" } else { "arith.shrui" }
+                ),
+            }
+        }
         "power" if float => binary("math.powf", "")?,
         "atan2" if float => binary("math.atan2", "")?,
         "and" if int => binary("", "arith.andi")?,
@@ -408,7 +533,7 @@ fn scalar(op: Op, short: &str, inputs: &[String], output: &str) -> Result<Option
         "negate" if float => unary_float("arith.negf")?,
         "negate" if int => format!("%z = arith.constant 0 : {t}\n%v = arith.subi %z, %x0 : {t}"),
         "abs" if float => unary_float("math.absf")?,
-        "abs" if int => format!("%v = math.absi %x0 : {t}"),
+        "abs" if int && !unsigned => format!("%v = math.absi %x0 : {t}"),
         "exponential" => unary_float("math.exp")?,
         "exponential_minus_one" => unary_float("math.expm1")?,
         "log" => unary_float("math.log")?,
@@ -429,7 +554,7 @@ fn scalar(op: Op, short: &str, inputs: &[String], output: &str) -> Result<Option
         "popcnt" if int => format!("%v = math.ctpop %x0 : {t}"),
         // clamp(min, operand, max) = min(max(operand, min), max).
         "clamp" => {
-            let (lo, hi) = if float { ("arith.maximumf", "arith.minimumf") } else { ("arith.maxsi", "arith.minsi") };
+            let (lo, hi) = if float { ("arith.maximumf", "arith.minimumf") } else { (max, min) };
             if !float && !int {
                 return Err(unsupported());
             }
@@ -444,7 +569,7 @@ fn scalar(op: Op, short: &str, inputs: &[String], output: &str) -> Result<Option
             format!("%v = arith.bitcast %x0 : {t} to {output}")
         }
         "select" => {
-            let value = inputs.get(1).cloned().unwrap_or_default();
+            let value = signless(inputs.get(1).map_or("", String::as_str));
             format!("%v = arith.select %x0, %x1, %x2 : {value}")
         }
         "compare" => {
@@ -452,7 +577,7 @@ fn scalar(op: Op, short: &str, inputs: &[String], output: &str) -> Result<Option
             let kind = enum_word(op, "compare_type").unwrap_or_else(|| {
                 if float {
                     "FLOAT".into()
-                } else if t == "i1" {
+                } else if t == "i1" || unsigned {
                     "UNSIGNED".into()
                 } else {
                     "SIGNED".into()
@@ -467,14 +592,50 @@ fn scalar(op: Op, short: &str, inputs: &[String], output: &str) -> Result<Option
             let cmp = if float { "arith.cmpf" } else if int { "arith.cmpi" } else { return Err(unsupported()) };
             format!("%v = {cmp} {predicate}, %x0, %x1 : {t}")
         }
-        "convert" => convert(&t, output).ok_or_else(|| {
-            error_at(op, format!("'stablehlo.convert' from {t} to {output} is not supported by the legalization"))
+        "convert" => convert(&written, raw_output).ok_or_else(|| {
+            error_at(op, format!("'stablehlo.convert' from {written} to {raw_output} is not supported by the legalization"))
         })?,
         // A known op on types it has no decomposition for (an integer `divide`, …).
         _ if LEGALIZED.contains(&short) => return Err(unsupported()),
         _ => return Ok(None),
     };
     Ok(Some(text))
+}
+
+/// Integer `divide` (quotient truncated toward zero) or `remainder` (the sign of the dividend)
+/// of `%x0` by `%x1`, total as XLA makes it: by zero, the quotient has every bit set and the
+/// remainder is the dividend; the one signed overflow, `MIN / -1`, gives `MIN` remainder 0.
+/// LLVM's division is undefined there, so the divisor is replaced by 1 first.
+fn integer_division(divide: bool, unsigned: bool, t: &str) -> String {
+    let mut text = format!(
+        "%zero = arith.constant 0 : {t}\n%one = arith.constant 1 : {t}\n%by_zero = arith.cmpi eq, %x1, %zero : {t}\n"
+    );
+    let bad = if unsigned {
+        "%by_zero".to_string()
+    } else {
+        let _ = write!(
+            text,
+            "%min = arith.constant {} : {t}\n%minus_one = arith.constant -1 : {t}\n%is_min = arith.cmpi eq, %x0, %min : {t}\n%is_minus_one = arith.cmpi eq, %x1, %minus_one : {t}\n%overflow = arith.andi %is_min, %is_minus_one : i1\n%bad = arith.ori %by_zero, %overflow : i1\n",
+            -(1i128 << (width(t) - 1))
+        );
+        "%bad".to_string()
+    };
+    let (div, rem) = if unsigned { ("arith.divui", "arith.remui") } else { ("arith.divsi", "arith.remsi") };
+    let _ = writeln!(text, "%d = arith.select {bad}, %one, %x1 : {t}");
+    if divide {
+        let _ = write!(
+            text,
+            "%q = {div} %x0, %d : {t}\n%all = arith.constant -1 : {t}\n%fix = arith.select %by_zero, %all, %x0 : {t}\n%v = arith.select {bad}, %fix, %q : {t}"
+        );
+    } else {
+        let fix = if unsigned { "%x0".to_string() } else { "%fix".to_string() };
+        let _ = writeln!(text, "%q = {rem} %x0, %d : {t}");
+        if !unsigned {
+            let _ = writeln!(text, "%fix = arith.select %by_zero, %x0, %zero : {t}");
+        }
+        let _ = write!(text, "%v = arith.select {bad}, {fix}, %q : {t}");
+    }
+    text
 }
 
 fn direction_index(direction: &str) -> Option<usize> {
@@ -485,6 +646,9 @@ fn direction_index(direction: &str) -> Option<usize> {
 /// to nearest, floats to integers truncate toward zero, booleans are 0 and 1, anything to a
 /// boolean is `x != 0`).
 fn convert(from: &str, to: &str) -> Option<String> {
+    let (from_unsigned, to_unsigned) = (is_unsigned(from), is_unsigned(to));
+    let (from, to) = (signless(from), signless(to));
+    let (from, to) = (from.as_str(), to.as_str());
     let (wf, wt) = (width(from), width(to));
     Some(if to == "i1" {
         if from == "i1" {
@@ -503,13 +667,18 @@ fn convert(from: &str, to: &str) -> Option<String> {
         let op = if wt > wf { "arith.extf" } else { "arith.truncf" };
         format!("%v = {op} %x0 : {from} to {to}")
     } else if is_integer(from) && is_float(to) {
-        let op = if from == "i1" { "arith.uitofp" } else { "arith.sitofp" };
+        let op = if from == "i1" || from_unsigned { "arith.uitofp" } else { "arith.sitofp" };
         format!("%v = {op} %x0 : {from} to {to}")
     } else if is_float(from) && is_integer(to) {
-        format!("%v = arith.fptosi %x0 : {from} to {to}")
+        let op = if to_unsigned { "arith.fptoui" } else { "arith.fptosi" };
+        format!("%v = {op} %x0 : {from} to {to}")
     } else if is_integer(from) && is_integer(to) {
+        if wt == wf {
+            // Only the sign changes: the same bits.
+            return Some(format!("%z = arith.constant 0 : {to}\n%v = arith.ori %x0, %z : {to}"));
+        }
         let op = if wt > wf {
-            if from == "i1" {
+            if from == "i1" || from_unsigned {
                 "arith.extui"
             } else {
                 "arith.extsi"
@@ -527,8 +696,9 @@ fn convert(from: &str, to: &str) -> Option<String> {
 /// have the result's shape, except `select`'s predicate, which may be a 0-d tensor.
 fn elementwise(op: Op, short: &str, operands: &[Tensor], results: &[Tensor]) -> Result<Option<String>, OpError> {
     let [result] = results else { return Ok(None) };
-    let inputs: Vec<String> = operands.iter().map(|t| t.element.clone()).collect();
-    let Some(scalar) = scalar(op, short, &inputs, &result.element)? else { return Ok(None) };
+    let inputs: Vec<String> = ir::operands(op).into_iter().map(scalar_element).collect();
+    let output = ir::results(op).first().map(|&r| scalar_element(r)).unwrap_or_default();
+    let Some(scalar) = scalar(op, short, &inputs, &output)? else { return Ok(None) };
     let rank = result.rank();
     let mut maps = Vec::new();
     for operand in operands {
@@ -756,9 +926,11 @@ fn clamped_starts(op: Op, starts: &[Tensor], shape: &[i64], sizes: &[i64]) -> Re
             ));
         }
         let a = first + i;
+        // Unsigned indices are zero-extended.
+        let cast = if is_unsigned(&scalar_element(ir::operands(op)[a])) { "index_castui" } else { "index_cast" };
         let _ = writeln!(
             text,
-            "%s{i} = tensor.extract %a{a}[] : {t}\n%i{i} = arith.index_cast %s{i} : {el} to index\n%m{i} = arith.constant {limit} : index\n%g{i} = arith.maxsi %i{i}, %zero : index\n%l{i} = arith.minsi %g{i}, %m{i} : index",
+            "%s{i} = tensor.extract %a{a}[] : {t}\n%i{i} = arith.{cast} %s{i} : {el} to index\n%m{i} = arith.constant {limit} : index\n%g{i} = arith.maxsi %i{i}, %zero : index\n%l{i} = arith.minsi %g{i}, %m{i} : index",
             t = start.text(),
             el = start.element,
             limit = (shape[i] - sizes[i]).max(0),
@@ -907,6 +1079,7 @@ fn gather(op: Op, operands: &[Tensor], result: &Tensor) -> Result<String, OpErro
         }
         index
     };
+    let cast = if is_unsigned(&scalar_element(ir::operands(op)[1])) { "index_castui" } else { "index_cast" };
     let mut operand_index: Vec<String> = vec!["%zero".into(); operand.rank()];
     let _ = writeln!(body, "%zero = arith.constant 0 : index");
     for (k, &d) in start_index_map.iter().enumerate() {
@@ -916,7 +1089,7 @@ fn gather(op: Op, operands: &[Tensor], result: &Tensor) -> Result<String, OpErro
         }
         let _ = writeln!(
             body,
-            "%k{k} = arith.constant {k} : index\n%s{k} = tensor.extract %a1[{}] : {}\n%i{k} = arith.index_cast %s{k} : {} to index\n%m{k} = arith.constant {} : index\n%g{k} = arith.maxsi %i{k}, %zero : index\n%l{k} = arith.minsi %g{k}, %m{k} : index",
+            "%k{k} = arith.constant {k} : index\n%s{k} = tensor.extract %a1[{}] : {}\n%i{k} = arith.{cast} %s{k} : {} to index\n%m{k} = arith.constant {} : index\n%g{k} = arith.maxsi %i{k}, %zero : index\n%l{k} = arith.minsi %g{k}, %m{k} : index",
             indices_index(k).join(", "),
             indices.text(),
             indices.element,
@@ -1164,8 +1337,7 @@ fn reduce(op: Op, operands: &[Tensor], results: &[Tensor]) -> Result<String, OpE
     let dimensions = int_list(op, "dimensions")?;
     // StableHLO's body takes (accumulators…, elements…); linalg.reduce's block (elements…, inits…).
     let names: Vec<String> = (0..n).map(|i| format!("%acc{i}")).chain((0..n).map(|i| format!("%in{i}"))).collect();
-    let types: Vec<String> = results.iter().chain(results).map(|r| r.element.clone()).collect();
-    let (scalar, yielded) = body_scalars(op, &names, &types)?;
+    let (scalar, yielded) = body_scalars(op, &names)?;
     let mut text = String::new();
     for (i, (init, result)) in operands[n..].iter().zip(results).enumerate() {
         let (t, el) = (result.text(), &result.element);
@@ -1205,19 +1377,27 @@ fn reduce(op: Op, operands: &[Tensor], results: &[Tensor]) -> Result<String, OpE
 /// The scalar code of a `reduce` or `reduce_window` body (its block's arguments named `names`,
 /// of element types `types`): each StableHLO op of the body on 0-d tensors becomes its scalar
 /// ops, with names of its own; returns the code and the names the body returns.
-fn body_scalars(op: Op, names: &[String], types: &[String]) -> Result<(String, Vec<String>), OpError> {
+fn body_scalars(op: Op, names: &[String]) -> Result<(String, Vec<String>), OpError> {
+    region_scalars(op, 0, names)
+}
+
+/// [`body_scalars`] of region `region` of `op` (`select_and_scatter` has two bodies); the
+/// names it gives its values start with `%b` in region 0 and `%b{region}r` in the others.
+fn region_scalars(op: Op, region: usize, names: &[String]) -> Result<(String, Vec<String>), OpError> {
     let name = ir::op_name(op);
     let not_yet = |why: String| error_at(op, format!("'{name}' {why} is not supported by the legalization yet"));
+    let prefix = if region == 0 { "b".to_string() } else { format!("b{region}r") };
     let regions = ir::regions(op);
-    let blocks = regions.first().map(|&r| ir::blocks(r)).unwrap_or_default();
+    let blocks = regions.get(region).map(|&r| ir::blocks(r)).unwrap_or_default();
     let [block] = blocks[..] else { return Err(not_yet("without a one-block body".into())) };
     let arguments = ir::block_arguments(block);
     if arguments.len() != names.len() {
         return Err(not_yet(format!("with a body of {} arguments", arguments.len())));
     }
     // Each value of the body: its scalar name and element type.
+    // Element types as written (`ui32`), so that `scalar` sees the signedness.
     let mut values: Vec<(Val, String, String)> =
-        arguments.iter().zip(names.iter().zip(types)).map(|(&v, (n, t))| (v, n.clone(), t.clone())).collect();
+        arguments.iter().zip(names).map(|(&v, n)| (v, n.clone(), scalar_element(v))).collect();
     let lookup = |values: &[(Val, String, String)], v: Val| {
         values.iter().find(|(w, _, _)| ir::same_value(*w, v)).map(|(_, n, t)| (n.clone(), t.clone()))
     };
@@ -1225,7 +1405,40 @@ fn body_scalars(op: Op, names: &[String], types: &[String]) -> Result<(String, V
     let ops = ir::block_ops(block);
     let Some((ret, body)) = ops.split_last() else { return Err(not_yet("with an empty body".into())) };
     for (k, &inner) in body.iter().enumerate() {
-        let short = ir::op_name(inner).trim_start_matches("stablehlo.").to_string();
+        let full = ir::op_name(inner);
+        // jaxlib's linalg form: the body's StableHLO ops legalized to 0-d linalg ops.
+        match full.as_str() {
+            "tensor.empty" => continue,
+            "tensor.extract" | "tensor.from_elements" => {
+                let (Some(&source), [result]) = (ir::operands(inner).first(), &ir::results(inner)[..]) else {
+                    return Err(not_yet(format!("with a '{full}' of other than one operand and result")));
+                };
+                let (name, _) =
+                    lookup(&values, source).ok_or_else(|| not_yet("whose body reads values from outside".into()))?;
+                values.push((*result, name, scalar_element(*result)));
+                continue;
+            }
+            "linalg.generic" | "linalg.map" => {
+                let results = ir::results(inner);
+                let operands = ir::operands(inner);
+                let inputs = operands.len().saturating_sub(results.len());
+                let [result] = results[..] else {
+                    return Err(not_yet(format!("with a '{full}' of several results in its body")));
+                };
+                let mut mapped = Vec::new();
+                for &v in &operands[..inputs] {
+                    mapped.push(
+                        lookup(&values, v).ok_or_else(|| not_yet("whose body reads values from outside".into()))?,
+                    );
+                }
+                let name =
+                    inline_scalar_linalg(inner, &format!("{prefix}{k}"), &mapped, &mut text).map_err(&not_yet)?;
+                values.push((result, name, scalar_element(result)));
+                continue;
+            }
+            _ => {}
+        }
+        let short = full.trim_start_matches("stablehlo.").to_string();
         let mut inputs = Vec::new();
         for v in ir::operands(inner) {
             inputs.push(lookup(&values, v).ok_or_else(|| not_yet("whose body reads values from outside".into()))?);
@@ -1244,12 +1457,12 @@ fn body_scalars(op: Op, names: &[String], types: &[String]) -> Result<(String, V
             let Some(literal) = literal.filter(|l| !l.is_empty() && !l.contains(['[', ','])) else {
                 return Err(not_yet(format!("with the constant {value} in its body")));
             };
-            let _ = writeln!(text, "%b{k}_v = arith.constant {literal} : {}", output.element);
-            values.push((result, format!("%b{k}_v"), output.element));
+            let _ = writeln!(text, "%{prefix}{k}_v = arith.constant {literal} : {}", output.element);
+            values.push((result, format!("%{prefix}{k}_v"), output.element));
             continue;
         }
         let input_types: Vec<String> = inputs.iter().map(|(_, t)| t.clone()).collect();
-        let Some(code) = scalar(inner, &short, &input_types, &output.element)? else {
+        let Some(code) = scalar(inner, &short, &input_types, &scalar_element(result))? else {
             return Err(not_yet(format!("with a 'stablehlo.{short}' in its body")));
         };
         // The snippet's own names get this op's prefix; its inputs are the body's values.
@@ -1257,12 +1470,12 @@ fn body_scalars(op: Op, names: &[String], types: &[String]) -> Result<(String, V
         for i in 0..inputs.len() {
             code = code.replace(&format!("%x{i}"), &format!("@{i}@"));
         }
-        let mut code = code.replace('%', &format!("%b{k}_"));
+        let mut code = code.replace('%', &format!("%{prefix}{k}_"));
         for (i, (input, _)) in inputs.iter().enumerate() {
             code = code.replace(&format!("@{i}@"), input);
         }
         let _ = writeln!(text, "{code}");
-        values.push((result, format!("%b{k}_v"), output.element));
+        values.push((result, format!("%{prefix}{k}_v"), output.element));
     }
     if ir::op_name(*ret) != "stablehlo.return" {
         return Err(not_yet("whose body does not end in stablehlo.return".into()));
@@ -1272,6 +1485,59 @@ fn body_scalars(op: Op, names: &[String], types: &[String]) -> Result<(String, V
         yielded.push(lookup(&values, v).ok_or_else(|| not_yet("whose body returns values from outside".into()))?.0);
     }
     Ok((text, yielded))
+}
+
+/// Writes the scalar body of a 0-d `linalg.generic`/`linalg.map` (its inputs are `inputs`:
+/// name and element type) to `text`, each arith/math op in generic form under names starting
+/// with `%{prefix}_`; returns the name of the value it yields.
+fn inline_scalar_linalg(
+    op: Op,
+    prefix: &str,
+    inputs: &[(String, String)],
+    text: &mut String,
+) -> Result<String, String> {
+    let [region] = ir::regions(op)[..] else { return Err("with a linalg op of several regions in its body".into()) };
+    let [block] = ir::blocks(region)[..] else { return Err("with a linalg op of several blocks in its body".into()) };
+    let arguments = ir::block_arguments(block);
+    let mut names: Vec<(Val, String)> = arguments.iter().zip(inputs).map(|(&a, (n, _))| (a, n.clone())).collect();
+    for (j, inner) in ir::block_ops(block).into_iter().enumerate() {
+        let name = ir::op_name(inner);
+        let mut operands = Vec::new();
+        for v in ir::operands(inner) {
+            match names.iter().find(|(w, _)| ir::same_value(*w, v)) {
+                Some((_, n)) => operands.push(n.clone()),
+                None => return Err(format!("with a '{name}' reading a value other than the linalg op's inputs")),
+            }
+        }
+        if name == "linalg.yield" {
+            let [value] = &operands[..] else { return Err("with a linalg op yielding several values".into()) };
+            return Ok(value.clone());
+        }
+        if !(name.starts_with("arith.") || name.starts_with("math.")) || !ir::regions(inner).is_empty() {
+            return Err(format!("with a '{name}' in a linalg body"));
+        }
+        let [result] = ir::results(inner)[..] else { return Err(format!("with a '{name}' of several results")) };
+        let operand_types: Vec<String> =
+            ir::operands(inner).iter().map(|&v| ir::type_text(ir::value_type(v))).collect();
+        let attributes: Vec<String> = (0..unsafe { mlirOperationGetNumAttributes(inner) })
+            .map(|i| {
+                let named = unsafe { mlirOperationGetAttribute(inner, i) };
+                let key = ir::string_ref_to_string(unsafe { mlirIdentifierStr(named.name) });
+                format!("{key} = {}", ir::attribute_text(named.attribute))
+            })
+            .collect();
+        let value = format!("%{prefix}_{j}");
+        let _ = writeln!(
+            text,
+            "{value} = \"{name}\"({}) {{{}}} : ({}) -> {}",
+            operands.join(", "),
+            attributes.join(", "),
+            operand_types.join(", "),
+            ir::type_text(ir::value_type(result))
+        );
+        names.push((result, value));
+    }
+    Err("with a linalg op without a yield".into())
 }
 
 /// `reduce_window` (spec) of one operand: the operand padded with the init value (edges from
@@ -1302,7 +1568,7 @@ fn reduce_window(op: Op, operands: &[Tensor], results: &[Tensor]) -> Result<Stri
         return Err(error_at(op, "'stablehlo.reduce_window' with negative padding and base dilation is not supported by the legalization yet"));
     }
     let el = &result.element;
-    let (scalar, yielded) = body_scalars(op, &["%acc".to_string(), "%x".to_string()], &[el.clone(), el.clone()])?;
+    let (scalar, yielded) = body_scalars(op, &["%acc".to_string(), "%x".to_string()])?;
     let [yielded] = &yielded[..] else {
         return Err(error_at(
             op,
@@ -1336,6 +1602,144 @@ fn reduce_window(op: Op, operands: &[Tensor], results: &[Tensor]) -> Result<Stri
     };
     let _ = write!(body, "%w = tensor.empty() : {window_type}\n{}", fold.text(result));
     Ok(body)
+}
+
+/// `select_and_scatter` (spec): two `linalg.generic`s over a window-shaped `tensor.empty`, as
+/// for `reduce_window`.
+///
+/// 1. Over the source's and the window's dimensions: each window's selected element, in
+///    window index order — the first element of the window inside the operand (padding is
+///    never selected), then each later one replaces it unless `select(current, candidate)`
+///    holds (XLA's rule: with `GE`, the first maximum). It keeps the selected value and the
+///    element's offset in the window (row-major, `-1` for a window of padding only).
+/// 2. Over the operand's and the window's dimensions: each result element starts at the init
+///    value and folds with `scatter`, in the source's index order, the source value of every
+///    window that contains it and selected it (the window offsets are walked backwards, so the
+///    windows come in ascending order).
+///
+/// The operand is read with `tensor.extract` at clamped indices, so no padded copy is made.
+fn select_and_scatter(op: Op, operands: &[Tensor], result: &Tensor) -> Result<String, OpError> {
+    let [operand, source, init] = operands else {
+        return Err(error_at(op, "'stablehlo.select_and_scatter' must have an operand, a source and an init value"));
+    };
+    let rank = operand.rank();
+    let window = int_list(op, "window_dimensions")?;
+    let strides = int_list_or(op, "window_strides", rank, 1)?;
+    let padding = padding_pairs(op, rank)?;
+    if window.len() != rank || source.rank() != rank || window.iter().chain(&strides).any(|&v| v <= 0) {
+        return Err(error_at(
+            op,
+            "'stablehlo.select_and_scatter' needs a positive window size and stride per dimension",
+        ));
+    }
+    let low: Vec<i64> = (0..rank).map(|d| padding[2 * d]).collect();
+    for d in 0..rank {
+        let padded = operand.shape[d] + padding[2 * d] + padding[2 * d + 1];
+        let windows = if padded <= 0 || window[d] > padded { 0 } else { (padded - window[d]) / strides[d] + 1 };
+        if source.shape[d] != windows {
+            return Err(error_at(
+                op,
+                format!(
+                    "'stablehlo.select_and_scatter': the source has {} windows along dimension {d}, the operand {windows}",
+                    source.shape[d]
+                ),
+            ));
+        }
+    }
+    let el = &operand.element;
+    let (select, kept) = region_scalars(op, 0, &["%cur".to_string(), "%x".to_string()])?;
+    let (scatter, scattered) = region_scalars(op, 1, &["%acc".to_string(), "%src".to_string()])?;
+    let ([kept], [scattered]) = (&kept[..], &scattered[..]) else {
+        return Err(error_at(op, "'stablehlo.select_and_scatter' bodies must return one value each"));
+    };
+    // Row-major offsets within the window.
+    let mut multiplier = vec![1i64; rank];
+    for d in (0..rank.saturating_sub(1)).rev() {
+        multiplier[d] = multiplier[d + 1] * window[d + 1];
+    }
+    let window_type = Tensor { shape: window.clone(), element: el.clone() }.text();
+    let offsets_type = Tensor { shape: source.shape.clone(), element: "i32".into() }.text();
+    let (ot, st, rt) = (operand.text(), source.text(), result.text());
+    let space = 2 * rank;
+    let all = dims(space);
+    let outer = dims(rank);
+    let inner = (rank..space).map(|d| format!("d{d}")).collect::<Vec<_>>().join(", ");
+    let iterators =
+        vec!["\"parallel\""; rank].into_iter().chain(vec!["\"reduction\""; rank]).collect::<Vec<_>>().join(", ");
+    let maps = format!("affine_map<({all}) -> ({inner})>, affine_map<({all}) -> ({outer})>");
+    let flat = |w: &dyn Fn(usize) -> String, prefix: &str, body: &mut String| {
+        let _ = writeln!(body, "%{prefix}f0 = arith.constant 0 : index");
+        for (d, m) in multiplier.iter().enumerate() {
+            let _ = writeln!(
+                body,
+                "%{prefix}m{d} = arith.constant {m} : index\n%{prefix}t{d} = arith.muli {}, %{prefix}m{d} : index\n%{prefix}f{} = arith.addi %{prefix}f{d}, %{prefix}t{d} : index",
+                w(d),
+                d + 1
+            );
+        }
+        let _ = writeln!(body, "%{prefix}flat = arith.index_cast %{prefix}f{rank} : index to i32");
+    };
+
+    let mut text = format!(
+        "%init = tensor.extract %a2[] : {}\n%w = tensor.empty() : {window_type}\n%zero = arith.constant 0 : index\n%true = arith.constant true\n%none = arith.constant -1 : i32\n%sv = tensor.empty() : {st}\n%si0 = tensor.empty() : {offsets_type}\n%si = linalg.fill ins(%none : i32) outs(%si0 : {offsets_type}) -> {offsets_type}\n",
+        init.text()
+    );
+    // 1. The selection.
+    let mut select_body = String::new();
+    let mut valid = "%true".to_string();
+    let mut position = Vec::new();
+    for d in 0..rank {
+        let _ = writeln!(
+            select_body,
+            "%o{d} = linalg.index {d} : index\n%w{d} = linalg.index {} : index\n%os{d} = arith.constant {} : index\n%ow{d} = arith.muli %o{d}, %os{d} : index\n%lo{d} = arith.constant {} : index\n%q{d} = arith.addi %ow{d}, %w{d} : index\n%p{d} = arith.subi %q{d}, %lo{d} : index\n%n{d} = arith.constant {} : index\n%top{d} = arith.constant {} : index\n%ge{d} = arith.cmpi sge, %p{d}, %zero : index\n%lt{d} = arith.cmpi slt, %p{d}, %n{d} : index\n%in{d} = arith.andi %ge{d}, %lt{d} : i1\n%v{d} = arith.andi {valid}, %in{d} : i1\n%cl{d} = arith.maxsi %p{d}, %zero : index\n%c{d} = arith.minsi %cl{d}, %top{d} : index",
+            rank + d,
+            strides[d],
+            low[d],
+            operand.shape[d],
+            (operand.shape[d] - 1).max(0),
+        );
+        valid = format!("%v{d}");
+        position.push(format!("%c{d}"));
+    }
+    flat(&|d| format!("%w{d}"), "s", &mut select_body);
+    let _ = write!(
+        select_body,
+        "%x = tensor.extract %a0[{}] : {ot}\n{select}%first = arith.cmpi eq, %ci, %none : i32\n%replace = arith.xori {kept}, %true : i1\n%better = arith.ori %first, %replace : i1\n%take = arith.andi {valid}, %better : i1\n%nv = arith.select %take, %x, %cur : {el}\n%ni = arith.select %take, %sflat, %ci : i32\nlinalg.yield %nv, %ni : {el}, i32\n",
+        position.join(", ")
+    );
+    let _ = writeln!(
+        text,
+        "%sel:2 = linalg.generic {{indexing_maps = [{maps}, affine_map<({all}) -> ({outer})>], iterator_types = [{iterators}]}} ins(%w : {window_type}) outs(%sv, %si : {st}, {offsets_type}) {{\n^bb0(%unused: {el}, %cur: {el}, %ci: i32):\n{select_body}}} -> ({st}, {offsets_type})"
+    );
+    // 2. The scatter, gathered per result element.
+    let mut scatter_body = String::new();
+    let mut hit = "%true".to_string();
+    let mut window_of = Vec::new();
+    for d in 0..rank {
+        let _ = writeln!(
+            scatter_body,
+            "%r{d} = linalg.index {d} : index\n%u{d} = linalg.index {} : index\n%last{d} = arith.constant {} : index\n%k{d} = arith.subi %last{d}, %u{d} : index\n%glo{d} = arith.constant {} : index\n%rl{d} = arith.addi %r{d}, %glo{d} : index\n%t{d} = arith.subi %rl{d}, %k{d} : index\n%gs{d} = arith.constant {} : index\n%tc{d} = arith.maxsi %t{d}, %zero : index\n%rem{d} = arith.remsi %tc{d}, %gs{d} : index\n%j{d} = arith.divsi %tc{d}, %gs{d} : index\n%gn{d} = arith.constant {} : index\n%gtop{d} = arith.constant {} : index\n%ge{d} = arith.cmpi sge, %t{d}, %zero : index\n%on{d} = arith.cmpi eq, %rem{d}, %zero : index\n%lt{d} = arith.cmpi slt, %j{d}, %gn{d} : index\n%gok{d} = arith.andi %ge{d}, %on{d} : i1\n%gin{d} = arith.andi %gok{d}, %lt{d} : i1\n%h{d} = arith.andi {hit}, %gin{d} : i1\n%jc{d} = arith.minsi %j{d}, %gtop{d} : index",
+            rank + d,
+            window[d] - 1,
+            low[d],
+            strides[d],
+            source.shape[d],
+            (source.shape[d] - 1).max(0),
+        );
+        hit = format!("%h{d}");
+        window_of.push(format!("%jc{d}"));
+    }
+    flat(&|d| format!("%k{d}"), "g", &mut scatter_body);
+    let at = window_of.join(", ");
+    let _ = write!(
+        scatter_body,
+        "%chosen = tensor.extract %sel#1[{at}] : {offsets_type}\n%same = arith.cmpi eq, %chosen, %gflat : i32\n%go = arith.andi {hit}, %same : i1\n%src = tensor.extract %a1[{at}] : {st}\n{scatter}%nr = arith.select %go, {scattered}, %acc : {el}\nlinalg.yield %nr : {el}\n"
+    );
+    let _ = write!(
+        text,
+        "%re = tensor.empty() : {rt}\n%rf = linalg.fill ins(%init : {el}) outs(%re : {rt}) -> {rt}\n%r = linalg.generic {{indexing_maps = [{maps}], iterator_types = [{iterators}]}} ins(%w : {window_type}) outs(%rf : {rt}) {{\n^bb0(%unused: {el}, %acc: {el}):\n{scatter_body}}} -> {rt}\nreturn %r : {rt}"
+    );
+    Ok(text)
 }
 
 /// Parses `body` as a function of `op`'s operands and results in `op`'s context and clones its
@@ -1973,6 +2377,189 @@ mod tests {
         assert_eq!(f32_values(&outputs[2]), vec![14.0, -10.0]);
     }
 
+    /// A random `select_and_scatter` (GE select, add scatter: JAX's max-pool gradient) with
+    /// padding, strides below and above the window size, and ties among the operand's values.
+    #[derive(Debug)]
+    struct SelectScatter {
+        operand: Vec<usize>,
+        source: Vec<usize>,
+        window: Vec<usize>,
+        strides: Vec<usize>,
+        padding: Vec<(usize, usize)>,
+        x: Vec<f32>,
+        s: Vec<f32>,
+    }
+
+    fn generate_select_scatter(seed: u64) -> SelectScatter {
+        let mut rng = SplitMix64::new(seed);
+        loop {
+            let rank = rng.range(1, 4) as usize;
+            let operand: Vec<usize> = (0..rank).map(|_| rng.range(1, 6) as usize).collect();
+            let window: Vec<usize> = (0..rank).map(|_| rng.range(1, 4) as usize).collect();
+            let strides: Vec<usize> = (0..rank).map(|_| rng.range(1, 4) as usize).collect();
+            let padding: Vec<(usize, usize)> =
+                (0..rank).map(|_| (rng.below(3) as usize, rng.below(3) as usize)).collect();
+            let source: Vec<usize> = (0..rank)
+                .map(|d| {
+                    let padded = operand[d] + padding[d].0 + padding[d].1;
+                    if window[d] > padded {
+                        0
+                    } else {
+                        (padded - window[d]) / strides[d] + 1
+                    }
+                })
+                .collect();
+            if source.contains(&0) {
+                continue;
+            }
+            // Few distinct operand values: windows with ties.
+            let x = (0..operand.iter().product()).map(|_| rng.below(4) as f32).collect();
+            let s = values(&mut rng, source.iter().product());
+            return SelectScatter { operand, source, window, strides, padding, x, s };
+        }
+    }
+
+    /// XLA's select_and_scatter: in each window (row-major, padding skipped) the first
+    /// element is selected, and a later one replaces it unless `current >= candidate`; the
+    /// source values are added to the init (0.25) in the source's row-major order.
+    fn select_scatter_reference(c: &SelectScatter) -> Vec<f32> {
+        let mut result = vec![0.25f32; c.x.len()];
+        for o in coordinates(&c.source) {
+            let mut selected: Option<(f32, usize)> = None;
+            for w in coordinates(&c.window) {
+                let position: Vec<i64> =
+                    (0..o.len()).map(|d| (o[d] * c.strides[d] + w[d]) as i64 - c.padding[d].0 as i64).collect();
+                if position.iter().zip(&c.operand).any(|(&p, &n)| p < 0 || p >= n as i64) {
+                    continue;
+                }
+                let position: Vec<usize> = position.iter().map(|&p| p as usize).collect();
+                let at = offset(&c.operand, &position);
+                let x = c.x[at];
+                match selected {
+                    Some((current, _)) if current >= x => {}
+                    _ => selected = Some((x, at)),
+                }
+            }
+            if let Some((_, at)) = selected {
+                result[at] += c.s[offset(&c.source, &o)];
+            }
+        }
+        result
+    }
+
+    fn select_scatter_module(c: &SelectScatter) -> String {
+        let (x, s) = (f32_type(&c.operand), f32_type(&c.source));
+        let pads: Vec<String> = c.padding.iter().map(|(lo, hi)| format!("[{lo}, {hi}]")).collect();
+        format!(
+            r#"func.func @main(%x: {x}, %s: {s}) -> {x} {{
+  %init = "stablehlo.constant"() <{{value = dense<0.25> : tensor<f32>}}> : () -> tensor<f32>
+  %r = "stablehlo.select_and_scatter"(%x, %s, %init) <{{window_dimensions = array<i64: {}>, window_strides = array<i64: {}>, padding = dense<[{}]> : tensor<{}x2xi64>}}> ({{
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %c = "stablehlo.compare"(%a, %b) <{{comparison_direction = #stablehlo<comparison_direction GE>}}> : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    "stablehlo.return"(%c) : (tensor<i1>) -> ()
+  }}, {{
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %c = "stablehlo.add"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    "stablehlo.return"(%c) : (tensor<f32>) -> ()
+  }}) : ({x}, {s}, tensor<f32>) -> {x}
+  return %r : {x}
+}}"#,
+            list(&c.window),
+            list(&c.strides),
+            pads.join(", "),
+            c.operand.len(),
+        )
+    }
+
+    fn i32_tensor(values: &[i32], element: &str) -> remat_runtime::HostTensor {
+        let spec = remat_runtime::TensorSpec::parse(&format!("tensor<{}x{element}>", values.len())).unwrap();
+        let mut t = remat_runtime::HostTensor::zeros(spec);
+        t.bytes_mut().copy_from_slice(&values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>());
+        t
+    }
+
+    fn i32_values(t: &remat_runtime::HostTensor) -> Vec<i32> {
+        t.bytes().chunks(4).map(|b| i32::from_le_bytes(b.try_into().unwrap())).collect()
+    }
+
+    /// Integer division by zero and `MIN / -1` give XLA's results, never a trap.
+    #[test]
+    fn integer_division_is_total() {
+        let text = r#"func.func @main(%a: tensor<6xi32>, %b: tensor<6xi32>) -> (tensor<6xi32>, tensor<6xi32>, tensor<6xui32>, tensor<6xui32>) {
+  %0 = "stablehlo.divide"(%a, %b) : (tensor<6xi32>, tensor<6xi32>) -> tensor<6xi32>
+  %1 = "stablehlo.remainder"(%a, %b) : (tensor<6xi32>, tensor<6xi32>) -> tensor<6xi32>
+  %ua = "stablehlo.convert"(%a) : (tensor<6xi32>) -> tensor<6xui32>
+  %ub = "stablehlo.convert"(%b) : (tensor<6xi32>) -> tensor<6xui32>
+  %2 = "stablehlo.divide"(%ua, %ub) : (tensor<6xui32>, tensor<6xui32>) -> tensor<6xui32>
+  %3 = "stablehlo.remainder"(%ua, %ub) : (tensor<6xui32>, tensor<6xui32>) -> tensor<6xui32>
+  return %0, %1, %2, %3 : tensor<6xi32>, tensor<6xi32>, tensor<6xui32>, tensor<6xui32>
+}"#;
+        let a = [7, -7, 7, i32::MIN, 5, -1];
+        let b = [2, 2, 0, -1, -3, 0];
+        let out = run_main(text, vec![i32_tensor(&a, "i32"), i32_tensor(&b, "i32")]);
+        assert_eq!(i32_values(&out[0]), [3, -3, -1, i32::MIN, -1, -1]);
+        assert_eq!(i32_values(&out[1]), [1, -1, 7, 0, 2, -1]);
+        let unsigned = |x: i32| x as u32;
+        let quotients: Vec<i32> =
+            a.iter().zip(&b).map(|(&x, &y)| if y == 0 { -1 } else { (unsigned(x) / unsigned(y)) as i32 }).collect();
+        let remainders: Vec<i32> =
+            a.iter().zip(&b).map(|(&x, &y)| if y == 0 { x } else { (unsigned(x) % unsigned(y)) as i32 }).collect();
+        assert_eq!(i32_values(&out[2]), quotients);
+        assert_eq!(i32_values(&out[3]), remainders);
+    }
+
+    /// Shifts by the width or more, unsigned compares, conversions and maxima.
+    #[test]
+    fn unsigned_and_shift_ops_follow_the_specification() {
+        let text = r#"func.func @main(%x: tensor<5xui32>, %n: tensor<5xui32>) -> (tensor<5xui32>, tensor<5xui32>, tensor<5xi32>, tensor<5xi1>, tensor<5xf32>, tensor<5xui32>) {
+  %0 = "stablehlo.shift_left"(%x, %n) : (tensor<5xui32>, tensor<5xui32>) -> tensor<5xui32>
+  %1 = "stablehlo.shift_right_logical"(%x, %n) : (tensor<5xui32>, tensor<5xui32>) -> tensor<5xui32>
+  %s = "stablehlo.convert"(%x) : (tensor<5xui32>) -> tensor<5xi32>
+  %sn = "stablehlo.convert"(%n) : (tensor<5xui32>) -> tensor<5xi32>
+  %2 = "stablehlo.shift_right_arithmetic"(%s, %sn) : (tensor<5xi32>, tensor<5xi32>) -> tensor<5xi32>
+  %3 = "stablehlo.compare"(%x, %n) <{comparison_direction = #stablehlo<comparison_direction GT>, compare_type = #stablehlo<comparison_type UNSIGNED>}> : (tensor<5xui32>, tensor<5xui32>) -> tensor<5xi1>
+  %4 = "stablehlo.convert"(%x) : (tensor<5xui32>) -> tensor<5xf32>
+  %5 = "stablehlo.maximum"(%x, %n) : (tensor<5xui32>, tensor<5xui32>) -> tensor<5xui32>
+  return %0, %1, %2, %3, %4, %5 : tensor<5xui32>, tensor<5xui32>, tensor<5xi32>, tensor<5xi1>, tensor<5xf32>, tensor<5xui32>
+}"#;
+        let x: [u32; 5] = [1, 0x8000_0000, 0xffff_fff0, 12, 3];
+        let n: [u32; 5] = [31, 32, 4, 40, 0xffff_ffff];
+        let signed = |v: &[u32]| v.iter().map(|&u| u as i32).collect::<Vec<_>>();
+        let out = run_main(text, vec![i32_tensor(&signed(&x), "ui32"), i32_tensor(&signed(&n), "ui32")]);
+        let shl: Vec<u32> = x.iter().zip(&n).map(|(&v, &k)| if k >= 32 { 0 } else { v << k }).collect();
+        let shr: Vec<u32> = x.iter().zip(&n).map(|(&v, &k)| if k >= 32 { 0 } else { v >> k }).collect();
+        let sar: Vec<i32> = x.iter().zip(&n).map(|(&v, &k)| (v as i32) >> k.min(31)).collect();
+        assert_eq!(i32_values(&out[0]), signed(&shl));
+        assert_eq!(i32_values(&out[1]), signed(&shr));
+        assert_eq!(i32_values(&out[2]), sar);
+        let gt: Vec<u8> = x.iter().zip(&n).map(|(a, b)| u8::from(a > b)).collect();
+        assert_eq!(out[3].bytes(), &gt[..]);
+        assert_eq!(f32_values(&out[4]), x.iter().map(|&v| v as f32).collect::<Vec<_>>());
+        assert_eq!(i32_values(&out[5]), signed(&x.iter().zip(&n).map(|(a, b)| *a.max(b)).collect::<Vec<_>>()));
+    }
+
+    /// The specification's example: a 3x1 window with stride 2 and one row of padding.
+    #[test]
+    fn select_and_scatter_matches_the_specifications_example() {
+        let case = SelectScatter {
+            operand: vec![4, 2],
+            source: vec![2, 2],
+            window: vec![3, 1],
+            strides: vec![2, 1],
+            padding: vec![(0, 1), (0, 0)],
+            x: vec![1.0, 5.0, 2.0, 5.0, 3.0, 6.0, 4.0, 4.0],
+            s: vec![5.0, 6.0, 7.0, 8.0],
+        };
+        let outputs = run_main(
+            &select_scatter_module(&case),
+            vec![f32_tensor(&case.operand, &case.x), f32_tensor(&case.source, &case.s)],
+        );
+        // The example's result with init 0, plus this test's init 0.25 everywhere.
+        let expected: Vec<f32> = [0.0, 0.0, 0.0, 0.0, 5.0, 14.0, 7.0, 0.0].iter().map(|v| v + 0.25).collect();
+        assert_eq!(f32_values(&outputs[0]), expected);
+        assert_eq!(select_scatter_reference(&case), expected);
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(32))]
 
@@ -1985,6 +2572,14 @@ mod tests {
                 f32_tensor(&case.shape(&case.rhs_layout, 'r'), &case.w),
             ]);
             prop_assert_eq!(f32_values(&outputs[0]), conv_reference(&case), "{:?}\n{}", case, text);
+        }
+
+        #[test]
+        fn select_and_scatter_adds_into_the_specifications_selections(seed in any::<u64>()) {
+            let case = generate_select_scatter(seed);
+            let text = select_scatter_module(&case);
+            let outputs = run_main(&text, vec![f32_tensor(&case.operand, &case.x), f32_tensor(&case.source, &case.s)]);
+            prop_assert_eq!(f32_values(&outputs[0]), select_scatter_reference(&case), "{:?}\n{}", case, text);
         }
 
         #[test]
