@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${CARGO_TARGET_DIR:-target}
-cargo build --release -p remat-bench -p remat-opt
+cargo build --release -p remat-bench -p remat-opt -p remat-run
 graphs=$(mktemp -d); trap 'rm -rf "$graphs"' EXIT
 for name in mlp.linalg mlp.stablehlo torch_mlp.linalg rnn_scan.linalg transformer.linalg transformer.stablehlo resnet.linalg resnet.stablehlo transformer12.linalg transformer12.stablehlo; do
   "$target/release/remat-opt" "examples/$name.mlir" --remat=none --emit=graph-json -o "$graphs/$name.json"
@@ -39,3 +39,6 @@ bash tools/layered-table.sh 1000 "0 1 2" "greedy dtr treewidth pathwidth acg hie
 # Every strategy on the scanned LM, unrolled and unstacked (docs/bench/README.md, "Scanned
 # layers").
 bash tools/scan-table.sh
+# Every bundled StableHLO step from plan to binary (docs/bench/README.md, "StableHLO from plan
+# to binary").
+bash tools/stablehlo-table.sh

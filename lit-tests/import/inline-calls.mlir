@@ -1,7 +1,8 @@
 // Calls to private functions (as JAX exports them) are inlined before planning, with
-// call-site locations; the callee stays in the module. Region ops stay single nodes.
-// RUN: remat-opt %s --remat=none --report 2> %t.report | FileCheck %s
-// RUN: remat-opt %s --remat=greedy | mlir-opt --allow-unregistered-dialect > /dev/null
+// call-site locations; the callee stays in the module. Region ops stay single nodes. The step
+// stays StableHLO (--legalize-stablehlo=false): this tests the importer on StableHLO ops.
+// RUN: remat-opt %s --legalize-stablehlo=false --remat=none --report 2> %t.report | FileCheck %s
+// RUN: remat-opt %s --legalize-stablehlo=false --remat=greedy | mlir-opt --allow-unregistered-dialect > /dev/null
 // RUN: FileCheck %s --check-prefix=REPORT < %t.report
 
 // CHECK-LABEL: func.func public @main

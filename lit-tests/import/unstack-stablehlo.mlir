@@ -2,10 +2,11 @@
 // dynamic_update_slice, the backward loop reads them back in reverse with dynamic_slice at
 // wrapped indices. Once both loops are unrolled, every read is forwarded to the value the
 // forward wrote and the stack disappears; reads of the argument stay. (Generic op form, as
-// JAX exports it: remat-opt reads StableHLO without registering the dialect.)
+// JAX exports it: remat-opt reads StableHLO without registering the dialect.) The step stays
+// StableHLO (--legalize-stablehlo=false): this tests the importer on StableHLO ops.
 //
-// RUN: remat-opt %s --remat=none --fusion=none --split-input-file 2>&1 | FileCheck %s
-// RUN: remat-opt %s --remat=none --fusion=none --split-input-file --report 2>&1 -o /dev/null | FileCheck %s --check-prefix=REPORT
+// RUN: remat-opt %s --legalize-stablehlo=false --remat=none --fusion=none --split-input-file 2>&1 | FileCheck %s
+// RUN: remat-opt %s --legalize-stablehlo=false --remat=none --fusion=none --split-input-file --report 2>&1 -o /dev/null | FileCheck %s --check-prefix=REPORT
 
 // CHECK-LABEL: func.func @scan
 // CHECK-NOT:   "stablehlo.while"

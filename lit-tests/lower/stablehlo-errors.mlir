@@ -31,8 +31,8 @@ func.func @reduce_body(%a: tensor<4xi32>, %z: tensor<i32>) -> tensor<i32> {
   ^bb0(%x: tensor<i32>, %y: tensor<i32>):
     %c = "stablehlo.constant"() <{value = dense<2> : tensor<i32>}> : () -> tensor<i32>
     %s = "stablehlo.add"(%x, %y) : (tensor<i32>, tensor<i32>) -> tensor<i32>
-    // CHECK: stablehlo-errors.mlir:[[@LINE+1]]:{{[0-9]+}}: error: 'stablehlo.remainder' on i32 is not supported by the legalization
-    %t = "stablehlo.remainder"(%s, %c) : (tensor<i32>, tensor<i32>) -> tensor<i32>
+    // CHECK: stablehlo-errors.mlir:[[@LINE+1]]:{{[0-9]+}}: error: 'stablehlo.power' on i32 is not supported by the legalization
+    %t = "stablehlo.power"(%s, %c) : (tensor<i32>, tensor<i32>) -> tensor<i32>
     "stablehlo.return"(%t) : (tensor<i32>) -> ()
   }) : (tensor<4xi32>, tensor<i32>) -> tensor<i32>
   return %r : tensor<i32>
@@ -49,9 +49,10 @@ func.func @int_exp(%a: tensor<4xi32>) -> tensor<4xi32> {
 
 // -----
 
-// An integer divide (its semantics at zero are not decided here) says so, not that divide is unknown.
-// CHECK: stablehlo-errors.mlir:[[@LINE+2]]:{{[0-9]+}}: error: 'stablehlo.divide' on i32 is not supported by the legalization
-func.func @int_divide(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> {
-  %r = "stablehlo.divide"(%a, %b) : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
-  return %r : tensor<4xi32>
+// A known op on a type it has no decomposition for (abs of an unsigned integer) says so, not
+// that the op is unknown.
+// CHECK: stablehlo-errors.mlir:[[@LINE+2]]:{{[0-9]+}}: error: 'stablehlo.abs' on ui32 is not supported by the legalization
+func.func @unsigned_abs(%a: tensor<4xui32>) -> tensor<4xui32> {
+  %r = "stablehlo.abs"(%a) : (tensor<4xui32>) -> tensor<4xui32>
+  return %r : tensor<4xui32>
 }

@@ -61,7 +61,9 @@ impl std::str::FromStr for Target {
 /// that may return an alias of it can only be freed at the end of the step), after the
 /// StableHLO ops are lowered (MLIR's inliner cannot handle unregistered ops), and with no
 /// default pipeline: the inliner's canonicalization would change the program that was planned.
-pub(crate) const BUFFERIZE: &str = "remat-lower-stablehlo,inline{default-pipeline=\"\"},\
+/// The private functions no call is left to are erased then (their loops would have to be
+/// lowered for the GPU for nothing).
+pub(crate) const BUFFERIZE: &str = "remat-lower-stablehlo,inline{default-pipeline=\"\"},symbol-dce,\
 one-shot-bufferize{bufferize-function-boundaries=1 function-boundary-type-conversion=identity-layout-map buffer-alignment=0 allow-return-allocs-from-loops=1},\
 expand-realloc,ownership-based-buffer-deallocation,canonicalize,buffer-deallocation-simplification,\
 bufferization-lower-deallocations,canonicalize,func.func(remat-place-deallocs),remat-host-buffers";

@@ -292,8 +292,8 @@ fn measured(md: &mut String, sweep: &SweepDoc) {
         .collect();
     let _ = writeln!(
         md,
-        "At each budget, the cheapest plan within it was rewritten by remat-opt and run by remat-run (MLIR steps that \
-         run on the CPU; StableHLO steps are planned only){}. **{equal} of {} runs measured exactly the planned peak**, \
+        "At each budget, the cheapest plan within it was rewritten by remat-opt and run by remat-run (every MLIR step; \
+         StableHLO steps legalized by remat-opt, as it does by default){}. **{equal} of {} runs measured exactly the planned peak**, \
          and {identical} computed outputs bit-identical to the input step's (`remat-run --compare-with` the input: for a \
          step fused by default, the unfused original). Runs that failed: {}.\n",
         if sweep.targeted_strategies.is_empty() {

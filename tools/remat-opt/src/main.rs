@@ -89,9 +89,12 @@ struct Cli {
     lower: Option<String>,
     /// Legalize StableHLO ops to linalg on tensors before planning (as jaxlib's
     /// `stablehlo-legalize-to-linalg` does; `while`, `scatter` and `optimization_barrier` stay), so
-    /// the plan is made on, and the output is, the program that runs; implied by `--lower`.
-    #[arg(long = "legalize-stablehlo")]
-    legalize_stablehlo: bool,
+    /// the plan is made on, and the output is, the program that runs. Default without
+    /// `--pass-pipeline`: on, and a step with an op it cannot legalize is planned as StableHLO
+    /// with a warning; `=true` makes that an error (as `--lower` does); `=false` keeps
+    /// StableHLO (the plan then counts StableHLO's buffers, not the lowered program's).
+    #[arg(long = "legalize-stablehlo", value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    legalize_stablehlo: Option<bool>,
     /// The NVIDIA architecture the kernels are compiled for (`--lower=gpu`).
     #[arg(long = "gpu-chip", value_name = "SM", default_value = "sm_90")]
     gpu_chip: String,
@@ -374,6 +377,13 @@ fn run(cli: &Cli) -> Result<(), Failure> {
 }
 
 /// MLIR names a buffer parsed from memory "-"; names the real source instead.
+/// Legalizes the module's StableHLO ops in place (nothing changes when it fails).
+fn legalize(module: &melior::ir::Module, source_name: &str) -> Result<(), Failure> {
+    crash::stage("legalizing StableHLO");
+    remat_lower::legalize_stablehlo(module).map_err(|e| Failure(vec![name_source(e.to_string(), source_name)]))?;
+    Ok(())
+}
+
 fn name_source(line: String, source_name: &str) -> String {
     match line.strip_prefix("-:") {
         Some(rest) => format!("{source_name}:{rest}"),
@@ -514,9 +524,21 @@ fn process(
     crash::stage("parsing and verifying the input");
     let mut module =
         context.parse(&padded, source_name).map_err(|ds| Failure(ds.iter().map(ToString::to_string).collect()))?;
-    if cli.legalize_stablehlo || (cli.lower.is_some() && cli.pass_pipeline.is_none()) {
-        crash::stage("legalizing StableHLO");
-        remat_lower::legalize_stablehlo(&module).map_err(|e| Failure(vec![name_source(e.to_string(), source_name)]))?;
+    let lowered = cli.lower.is_some() && cli.pass_pipeline.is_none();
+    match cli.legalize_stablehlo {
+        Some(true) => legalize(&module, source_name)?,
+        None if lowered => legalize(&module, source_name)?,
+        None if cli.pass_pipeline.is_none() => {
+            if let Err(Failure(lines)) = legalize(&module, source_name) {
+                for line in lines {
+                    eprintln!("{}", line.replacen(": error: ", ": warning: ", 1));
+                }
+                eprintln!(
+                    "{source_name}: warning: StableHLO is planned as it is (buffers of StableHLO ops, not of the program that runs); --legalize-stablehlo makes this an error"
+                );
+            }
+        }
+        _ => {}
     }
     if let Some(pipeline) = &cli.pass_pipeline {
         crash::stage("running the pass pipeline");
