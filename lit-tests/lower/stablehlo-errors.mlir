@@ -56,3 +56,12 @@ func.func @unsigned_abs(%a: tensor<4xui32>) -> tensor<4xui32> {
   %r = "stablehlo.abs"(%a) : (tensor<4xui32>) -> tensor<4xui32>
   return %r : tensor<4xui32>
 }
+
+// -----
+
+// A CHLO op without a legalization (erf_inv) is an error naming it, not a failure later on.
+// CHECK: stablehlo-errors.mlir:[[@LINE+2]]:{{[0-9]+}}: error: 'chlo.erf_inv' is not supported by the CPU lowering (supported: chlo.square, chlo.erf
+func.func @erf_inv(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %r = "chlo.erf_inv"(%a) : (tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}

@@ -322,3 +322,21 @@ func.func @integer_division(%a: tensor<4xi32>, %b: tensor<4xi32>) -> (tensor<4xi
   %1 = "stablehlo.remainder"(%a, %b) : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
   return %0, %1 : tensor<4xi32>, tensor<4xi32>
 }
+
+// The CHLO ops JAX leaves in its StableHLO: square as a multiply (as jaxlib's
+// chlo-legalize-to-stablehlo makes it), erf, erfc, sinh, cosh as the math ops.
+// CHECK-LABEL: func.func @chlo
+// CHECK: arith.mulf %[[X:.+]], %[[X]] : f32
+// CHECK: math.erf
+// CHECK: math.erfc
+// CHECK: math.cosh
+// CHECK: math.tan
+// CHECK-NOT: chlo.
+func.func @chlo(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %0 = "chlo.square"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = "chlo.erf"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %2 = "chlo.erfc"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %3 = "chlo.cosh"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %4 = "stablehlo.tan"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0, %1, %2, %3, %4 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}

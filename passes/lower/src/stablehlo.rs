@@ -24,8 +24,8 @@
 mod legalize;
 mod scatter;
 
-pub use legalize::LEGALIZED;
 pub(crate) use legalize::{apply as legalize_apply, plan as legalize_plan};
+pub use legalize::{LEGALIZED, LEGALIZED_CHLO};
 
 use mlir_sys::*;
 use remat_mlir::ir::{self, Op, Val};
@@ -55,6 +55,15 @@ pub fn lower_stablehlo(root: Op) -> Result<LoweringStats, OpError> {
         .collect();
     for &op in &all {
         let name = ir::op_name(op);
+        if name.starts_with("chlo.") {
+            return Err(error_at(
+                op,
+                format!(
+                    "'{name}' is not supported by the CPU lowering (supported: chlo.{})",
+                    LEGALIZED_CHLO.join(", chlo.")
+                ),
+            ));
+        }
         if name.starts_with("stablehlo.")
             && !matches!(
                 name.as_str(),

@@ -28,6 +28,15 @@
 //! | `reduce_window` (one operand; any elementwise body) | the input padded with the init, then a `linalg.generic` over result and window |
 //! | `select_and_scatter` (elementwise bodies) | a `linalg.generic` selecting each window's element (value and offset), then one over the operand gathering the source values that selected each element |
 //!
+//! | `chlo.square` | a multiply, as jaxlib's `chlo-legalize-to-stablehlo` makes it |
+//! | `chlo.erf`, `chlo.erfc`, `chlo.sinh`, `chlo.cosh`, `tan` | the `math` op (libm's function) |
+//!
+//! Bit-identity with jaxlib's linalg form holds where the decomposition is jaxlib's; it does not
+//! for `chlo.erf`, `erfc`, `sinh` and `cosh`, which jaxlib expands into polynomials and
+//! exponentials and this legalization hands to libm: the same functions, rounded differently —
+//! at most 3, 7, 3 and 2 ulps from JAX on 4,096 normal samples (`tools/export/chlo_tolerance.py`,
+//! docs/bench/README.md "CHLO ops against JAX"); `square` and `tan` were bit-identical there.
+//!
 //! Anything else is left for the leftover lowering (`while`, `scatter`,
 //! `optimization_barrier`), which names any op it cannot lower at its location.
 
@@ -43,7 +52,8 @@ use std::fmt::Write;
 pub(crate) fn plan(root: Op) -> Result<Vec<(Op, String)>, OpError> {
     let mut templates = Vec::new();
     for op in ir::nested_ops(root) {
-        if ir::op_name(op).starts_with("stablehlo.") && !inside_body(op) {
+        let name = ir::op_name(op);
+        if (name.starts_with("stablehlo.") || name.starts_with("chlo.")) && !inside_body(op) {
             if let Some(body) = template(op)? {
                 templates.push((op, body));
             }
@@ -255,6 +265,13 @@ fn enum_word(op: Op, name: &str) -> Option<String> {
     inner.rsplit(' ').next().map(str::to_string)
 }
 
+/// The CHLO ops JAX leaves in StableHLO exports (names without the dialect) that this
+/// legalization handles: `square` as the multiply jaxlib's `chlo-legalize-to-stablehlo` makes
+/// of it (bit-identical); `erf`, `erfc`, `sinh`, `cosh`, `tan` as the `math` ops (libm's, while
+/// jaxlib expands some into polynomials and exponentials: the same function, rounded
+/// differently, a few ulps apart; see the module's documentation).
+pub const LEGALIZED_CHLO: &[&str] = &["square", "erf", "erfc", "sinh", "cosh", "tan"];
+
 /// The StableHLO ops (names without the dialect) this legalization handles.
 pub const LEGALIZED: &[&str] = &[
     "constant",
@@ -302,6 +319,7 @@ pub const LEGALIZED: &[&str] = &[
     "ceil",
     "sine",
     "cosine",
+    "tan",
     "round_nearest_even",
     "round_nearest_afz",
     "logistic",
@@ -321,8 +339,12 @@ pub const LEGALIZED: &[&str] = &[
 /// (the leftover lowering decides). Operands are `%a0, %a1, …`; the body ends in `return`.
 fn template(op: Op) -> Result<Option<String>, OpError> {
     let name = ir::op_name(op);
-    let short = name.trim_start_matches("stablehlo.");
-    if !LEGALIZED.contains(&short) {
+    let short = match name.strip_prefix("chlo.") {
+        Some(chlo) if LEGALIZED_CHLO.contains(&chlo) => chlo,
+        Some(_) => return Ok(None),
+        None => name.trim_start_matches("stablehlo."),
+    };
+    if !LEGALIZED.contains(&short) && !LEGALIZED_CHLO.contains(&short) {
         return Ok(None);
     }
     let operands: Vec<Tensor> = ir::operands(op).into_iter().map(|v| Tensor::of(op, v)).collect::<Result<_, _>>()?;
@@ -475,7 +497,8 @@ fn scalar(op: Op, short: &str, inputs: &[String], output: &str) -> Result<Option
     let t = signless(&written);
     let float = is_float(&t);
     let int = is_integer(&t);
-    let unsupported = || error_at(op, format!("'stablehlo.{short}' on {written} is not supported by the legalization"));
+    let unsupported =
+        || error_at(op, format!("'{}' on {written} is not supported by the legalization", ir::op_name(op)));
     // Integer ops whose meaning depends on the sign.
     let (max, min) = if unsigned { ("arith.maxui", "arith.minui") } else { ("arith.maxsi", "arith.minsi") };
     let binary = |f: &str, i: &str| -> Result<String, OpError> {
@@ -548,6 +571,13 @@ fn scalar(op: Op, short: &str, inputs: &[String], output: &str) -> Result<Option
         "cosine" => unary_float("math.cos")?,
         "round_nearest_even" => unary_float("math.roundeven")?,
         "round_nearest_afz" => unary_float("math.round")?,
+        "tan" => unary_float("math.tan")?,
+        "erf" => unary_float("math.erf")?,
+        "erfc" => unary_float("math.erfc")?,
+        "sinh" => unary_float("math.sinh")?,
+        "cosh" => unary_float("math.cosh")?,
+        "square" if float => format!("%v = arith.mulf %x0, %x0 : {t}"),
+        "square" if int => format!("%v = arith.muli %x0, %x0 : {t}"),
         "logistic" if float => format!(
             "%n = arith.negf %x0 : {t}\n%e = math.exp %n : {t}\n%one = arith.constant 1.0 : {t}\n%d = arith.addf %one, %e : {t}\n%v = arith.divf %one, %d : {t}"
         ),
@@ -595,8 +625,8 @@ fn scalar(op: Op, short: &str, inputs: &[String], output: &str) -> Result<Option
         "convert" => convert(&written, raw_output).ok_or_else(|| {
             error_at(op, format!("'stablehlo.convert' from {written} to {raw_output} is not supported by the legalization"))
         })?,
-        // A known op on types it has no decomposition for (an integer `divide`, …).
-        _ if LEGALIZED.contains(&short) => return Err(unsupported()),
+        // A known op on types it has no decomposition for (an unsigned `abs`, …).
+        _ if LEGALIZED.contains(&short) || LEGALIZED_CHLO.contains(&short) => return Err(unsupported()),
         _ => return Ok(None),
     };
     Ok(Some(text))
@@ -1431,8 +1461,7 @@ fn region_scalars(op: Op, region: usize, names: &[String]) -> Result<(String, Ve
                         lookup(&values, v).ok_or_else(|| not_yet("whose body reads values from outside".into()))?,
                     );
                 }
-                let name =
-                    inline_scalar_linalg(inner, &format!("{prefix}{k}"), &mapped, &mut text).map_err(&not_yet)?;
+                let name = inline_scalar_linalg(inner, &format!("{prefix}{k}"), &mapped, &mut text, &not_yet)?;
                 values.push((result, name, scalar_element(result)));
                 continue;
             }
@@ -1495,9 +1524,14 @@ fn inline_scalar_linalg(
     prefix: &str,
     inputs: &[(String, String)],
     text: &mut String,
-) -> Result<String, String> {
-    let [region] = ir::regions(op)[..] else { return Err("with a linalg op of several regions in its body".into()) };
-    let [block] = ir::blocks(region)[..] else { return Err("with a linalg op of several blocks in its body".into()) };
+    not_yet: &dyn Fn(String) -> OpError,
+) -> Result<String, OpError> {
+    let [region] = ir::regions(op)[..] else {
+        return Err(not_yet("with a linalg op of several regions in its body".into()));
+    };
+    let [block] = ir::blocks(region)[..] else {
+        return Err(not_yet("with a linalg op of several blocks in its body".into()));
+    };
     let arguments = ir::block_arguments(block);
     let mut names: Vec<(Val, String)> = arguments.iter().zip(inputs).map(|(&a, (n, _))| (a, n.clone())).collect();
     for (j, inner) in ir::block_ops(block).into_iter().enumerate() {
@@ -1506,17 +1540,21 @@ fn inline_scalar_linalg(
         for v in ir::operands(inner) {
             match names.iter().find(|(w, _)| ir::same_value(*w, v)) {
                 Some((_, n)) => operands.push(n.clone()),
-                None => return Err(format!("with a '{name}' reading a value other than the linalg op's inputs")),
+                None => {
+                    return Err(not_yet(format!("with a '{name}' reading a value other than the linalg op's inputs")))
+                }
             }
         }
         if name == "linalg.yield" {
-            let [value] = &operands[..] else { return Err("with a linalg op yielding several values".into()) };
+            let [value] = &operands[..] else { return Err(not_yet("with a linalg op yielding several values".into())) };
             return Ok(value.clone());
         }
         if !(name.starts_with("arith.") || name.starts_with("math.")) || !ir::regions(inner).is_empty() {
-            return Err(format!("with a '{name}' in a linalg body"));
+            return Err(not_yet(format!("with a '{name}' in a linalg body")));
         }
-        let [result] = ir::results(inner)[..] else { return Err(format!("with a '{name}' of several results")) };
+        let [result] = ir::results(inner)[..] else {
+            return Err(not_yet(format!("with a '{name}' of several results")));
+        };
         let operand_types: Vec<String> =
             ir::operands(inner).iter().map(|&v| ir::type_text(ir::value_type(v))).collect();
         let attributes: Vec<String> = (0..unsafe { mlirOperationGetNumAttributes(inner) })
@@ -1537,7 +1575,7 @@ fn inline_scalar_linalg(
         );
         names.push((result, value));
     }
-    Err("with a linalg op without a yield".into())
+    Err(not_yet("with a linalg op without a yield".into()))
 }
 
 /// `reduce_window` (spec) of one operand: the operand padded with the init value (edges from
