@@ -47,6 +47,20 @@ struct Cli {
     /// Write the inputs and outputs as DIR/argN.npy and DIR/resultN.npy.
     #[arg(long = "save-io", value_name = "DIR")]
     save_io: Option<PathBuf>,
+    /// Run on the inputs DIR/argN.npy (as `--save-io` writes them, or a fixture made by
+    /// another framework) instead of seeded ones.
+    #[arg(long = "inputs", value_name = "DIR")]
+    inputs: Option<PathBuf>,
+    /// Compare the outputs with DIR/resultN.npy within `--rtol`/`--atol` (floats;
+    /// integers exactly): a check against another framework's run of the same step.
+    #[arg(long = "expect", value_name = "DIR")]
+    expect: Option<PathBuf>,
+    /// Relative tolerance of `--expect`.
+    #[arg(long, default_value_t = 1e-5)]
+    rtol: f64,
+    /// Absolute tolerance of `--expect`.
+    #[arg(long, default_value_t = 1e-6)]
+    atol: f64,
     /// Print every allocation and free (to stderr).
     #[arg(long = "trace-allocs")]
     trace_allocs: bool,
@@ -140,8 +154,12 @@ fn measure(cli: &Cli, path: &Path, inputs: &mut Option<Vec<HostTensor>>) -> Resu
     });
     let given: Vec<_> = inputs.iter().map(|t| t.spec.clone()).collect();
     if given != signature.inputs {
+        let list =
+            |specs: &[remat_runtime::TensorSpec]| specs.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
         return Err(Failure(vec![format!(
-            "{name}: error: '{function}' takes different arguments than the step it is compared with"
+            "{name}: error: '{function}' takes ({}), not the inputs given ({}: --inputs, or the step it is compared with)",
+            list(&signature.inputs),
+            list(&given)
         )]));
     }
     // A step may write into its arguments: run on a copy so both steps see the same inputs.
@@ -170,7 +188,10 @@ fn run(cli: &Cli) -> Result<bool, Failure> {
     if cli.device != "cpu" {
         return Err(fail(format!("--device={} is not supported by this build (only cpu)", cli.device)));
     }
-    let mut inputs = None;
+    let mut inputs = match &cli.inputs {
+        Some(dir) => Some(read_numbered(dir, "arg")?),
+        None => None,
+    };
     let step = measure(cli, &cli.step, &mut inputs)?;
     let inputs = inputs.expect("measure generates the inputs");
     if cli.trace_allocs {
@@ -197,6 +218,28 @@ fn run(cli: &Cli) -> Result<bool, Failure> {
         save_io(dir, &inputs, &step.run.outputs).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
     }
     let outputs_match = original.as_ref().map(|_| problems.is_empty());
+    let expected_match = match &cli.expect {
+        Some(dir) => {
+            let expected = read_numbered(dir, "result")?;
+            if expected.len() != step.run.outputs.len() {
+                return Err(fail(format!(
+                    "{}: {} results, the step returns {}",
+                    dir.display(),
+                    expected.len(),
+                    step.run.outputs.len()
+                )));
+            }
+            let before = problems.len();
+            for (i, (got, want)) in step.run.outputs.iter().zip(&expected).enumerate() {
+                let report = remat_runtime::compare_within(got, want, cli.rtol, cli.atol);
+                if report.types.is_some() || report.out_of_tolerance > 0 {
+                    problems.push(format!("output {i} ({}) against {}: {report}", got.spec, dir.display()));
+                }
+            }
+            Some(problems.len() == before)
+        }
+        None => None,
+    };
     if cli.json {
         let mut doc = serde_json::json!({
             "peak_bytes": step.run.counts.peak_bytes,
@@ -215,9 +258,22 @@ fn run(cli: &Cli) -> Result<bool, Failure> {
         if let Some(o) = &original {
             doc["original"] = serde_json::json!({"peak_bytes": o.run.counts.peak_bytes, "seconds": o.run.seconds});
         }
+        if let Some(m) = expected_match {
+            doc["expected_match"] = serde_json::json!(m);
+        }
         print_out(&serde_json::to_string(&doc).expect("JSON values serialize"));
     } else {
-        print_out(&table(cli, &step, original.as_ref(), outputs_match));
+        let mut text = table(cli, &step, original.as_ref(), outputs_match);
+        if let (Some(m), Some(dir)) = (expected_match, &cli.expect) {
+            let verdict = if m { "within" } else { "NOT within" };
+            text.push_str(&format!(
+                "\nexpected          {verdict} rtol {} atol {} of {}",
+                cli.rtol,
+                cli.atol,
+                dir.display()
+            ));
+        }
+        print_out(&text);
     }
     for p in &problems {
         eprintln!("error: {p}");
@@ -276,6 +332,22 @@ fn print_trace(trace: &[AllocationEvent]) {
             AllocationEvent::Free { bytes, live_after } => eprintln!("{i:>6} free  {bytes:>12}  live {live_after}"),
         }
     }
+}
+
+/// DIR/{stem}0.npy, DIR/{stem}1.npy, … up to the first missing one (at least one).
+fn read_numbered(dir: &Path, stem: &str) -> Result<Vec<HostTensor>, Failure> {
+    let mut tensors = Vec::new();
+    loop {
+        let path = dir.join(format!("{stem}{}.npy", tensors.len()));
+        if !path.exists() {
+            break;
+        }
+        tensors.push(npy::read(&path).map_err(|e| fail(e.to_string()))?);
+    }
+    if tensors.is_empty() {
+        return Err(fail(format!("{}: no {stem}0.npy", dir.display())));
+    }
+    Ok(tensors)
 }
 
 fn save_io(dir: &Path, inputs: &[HostTensor], outputs: &[HostTensor]) -> std::io::Result<()> {
