@@ -428,8 +428,8 @@ def transformer_scan_forward(params, tokens, block=transformer_scan_block):
     return h @ w + b
 
 
-def transformer_scan_specs(n_blocks=TFS_BLOCKS):
-    d, n = TFS_D, n_blocks
+def scanned_lm_params(n, d, mlp, vocab, seq):
+    """Parameters of an LM whose n pre-LN blocks are stacked along a leading layer axis."""
 
     def ln():
         return (spec(n, d), spec(n, d))
@@ -438,18 +438,22 @@ def transformer_scan_specs(n_blocks=TFS_BLOCKS):
         "ln1": ln(),
         "attn": {k: spec(n, d, d) for k in ("wq", "wk", "wv", "wo")},
         "ln2": ln(),
-        "w1": spec(n, d, TFS_MLP),
-        "b1": spec(n, TFS_MLP),
-        "w2": spec(n, TFS_MLP, d),
+        "w1": spec(n, d, mlp),
+        "b1": spec(n, mlp),
+        "w2": spec(n, mlp, d),
         "b2": spec(n, d),
     }
-    params = {
-        "embed": spec(TFS_VOCAB, d),
-        "pos": spec(TFS_S, d),
+    return {
+        "embed": spec(vocab, d),
+        "pos": spec(seq, d),
         "blocks": blocks,
         "ln_f": (spec(d), spec(d)),
-        "head": (spec(d, TFS_VOCAB), spec(TFS_VOCAB)),
+        "head": (spec(d, vocab), spec(vocab)),
     }
+
+
+def transformer_scan_specs(n_blocks=TFS_BLOCKS):
+    params = scanned_lm_params(n_blocks, TFS_D, TFS_MLP, TFS_VOCAB, TFS_S)
     return params, ispec(TFS_B, TFS_S), ispec(TFS_B, TFS_S)
 
 
@@ -605,23 +609,7 @@ def lm_dropout_forward(params, x, remat=no_remat, unroll=False):
 
 
 def lm_dropout_specs():
-    d, n = LMD_D, LMD_BLOCKS
-    blocks = {
-        "ln1": (spec(n, d), spec(n, d)),
-        "attn": {k: spec(n, d, d) for k in ("wq", "wk", "wv", "wo")},
-        "ln2": (spec(n, d), spec(n, d)),
-        "w1": spec(n, d, LMD_MLP),
-        "b1": spec(n, LMD_MLP),
-        "w2": spec(n, LMD_MLP, d),
-        "b2": spec(n, d),
-    }
-    params = {
-        "embed": spec(LMD_VOCAB, d),
-        "pos": spec(LMD_S, d),
-        "blocks": blocks,
-        "ln_f": (spec(d), spec(d)),
-        "head": (spec(d, LMD_VOCAB), spec(LMD_VOCAB)),
-    }
+    params = scanned_lm_params(LMD_BLOCKS, LMD_D, LMD_MLP, LMD_VOCAB, LMD_S)
     key = jax.ShapeDtypeStruct((2,), jnp.uint32)
     return params, (ispec(LMD_B, LMD_S), key), ispec(LMD_B, LMD_S)
 
