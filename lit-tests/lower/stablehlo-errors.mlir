@@ -1,14 +1,10 @@
 // RUN: not remat-opt %s --split-input-file --pass-pipeline='builtin.module(remat-lower-stablehlo)' 2>&1 | FileCheck %s
 
 // Other StableHLO ops are not lowered: the error names the op and its location.
-// CHECK: stablehlo-errors.mlir:[[@LINE+2]]:{{[0-9]+}}: error: 'stablehlo.sort' is not supported by the CPU lowering
-func.func @sort(%a: tensor<4xf32>) -> tensor<4xf32> {
-  %r = "stablehlo.sort"(%a) ({
-  ^bb0(%x: tensor<f32>, %y: tensor<f32>):
-    %c = tensor.empty() : tensor<i1>
-    "stablehlo.return"(%c) : (tensor<i1>) -> ()
-  }) {dimension = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
-  return %r : tensor<4xf32>
+// CHECK: stablehlo-errors.mlir:[[@LINE+2]]:{{[0-9]+}}: error: 'stablehlo.cholesky' is not supported by the CPU lowering
+func.func @cholesky(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %r = "stablehlo.cholesky"(%a) <{lower = true}> : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %r : tensor<4x4xf32>
 }
 
 // -----

@@ -10,6 +10,8 @@
 // CHECK-DAG: #[[RHS:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
 // CHECK-DAG: #[[OUT:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
 // CHECK-DAG: #[[REVERSE:.+]] = affine_map<(d0, d1) -> (d0, -d1 + 1)>
+// CHECK-DAG: #[[DEPTHWISE:.+]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 + d4, d2 + d5, d3 floordiv 2 + d6)>
+// CHECK-DAG: #[[BATCHGROUPS:.+]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> ((d3 floordiv 2) * 3 + d0, d1 + d4, d2 + d5, d6)>
 
 // Elementwise ops: one all-parallel linalg.generic with the scalar op in its body.
 // CHECK-LABEL: func.func @elementwise
@@ -339,4 +341,34 @@ func.func @chlo(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf3
   %3 = "chlo.cosh"(%x) : (tensor<4xf32>) -> tensor<4xf32>
   %4 = "stablehlo.tan"(%x) : (tensor<4xf32>) -> tensor<4xf32>
   return %0, %1, %2, %3, %4 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// Grouped convolutions (a depthwise convolution: 4 feature groups of one input feature; its
+// weight gradient: 4 batch groups): the output feature's group picks the input's block with
+// a floordiv in the input's map.
+// CHECK-LABEL: func.func @grouped
+// CHECK: linalg.generic {indexing_maps = [#[[DEPTHWISE]],
+// CHECK: linalg.generic {indexing_maps = [#[[BATCHGROUPS]],
+func.func @grouped(%x: tensor<1x5x5x4xf32>, %w: tensor<3x3x1x8xf32>, %b: tensor<12x5x5x4xf32>, %g: tensor<3x3x4x8xf32>) -> (tensor<1x3x3x8xf32>, tensor<3x3x3x8xf32>) {
+  %0 = "stablehlo.convolution"(%x, %w) <{batch_group_count = 1 : i64, dimension_numbers = #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, feature_group_count = 4 : i64}> : (tensor<1x5x5x4xf32>, tensor<3x3x1x8xf32>) -> tensor<1x3x3x8xf32>
+  %1 = "stablehlo.convolution"(%b, %g) <{batch_group_count = 4 : i64, dimension_numbers = #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, feature_group_count = 1 : i64}> : (tensor<12x5x5x4xf32>, tensor<3x3x4x8xf32>) -> tensor<3x3x3x8xf32>
+  return %0, %1 : tensor<1x3x3x8xf32>, tensor<3x3x3x8xf32>
+}
+
+// sort (JAX's argsort: values and an iota, compared in IEEE total order): one linalg.generic
+// ranking each element in its row, then one placing every input's element at its rank.
+// CHECK-LABEL: func.func @argsort
+// CHECK: %[[RANKS:.+]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} outs(%{{.+}} : tensor<2x5xi32>)
+// CHECK: arith.bitcast {{.*}} : f32 to i32
+// CHECK: arith.cmpi slt, %{{.+}}, %{{.+}} : index
+// CHECK: linalg.generic {{.*}} ins(%[[RANKS]], %arg0, %{{.+}} : tensor<2x5xi32>, tensor<2x5xf32>, tensor<2x5xi32>)
+// CHECK-NOT: stablehlo.
+func.func @argsort(%x: tensor<2x5xf32>) -> (tensor<2x5xf32>, tensor<2x5xi32>) {
+  %iota = "stablehlo.iota"() <{iota_dimension = 1 : i64}> : () -> tensor<2x5xi32>
+  %r:2 = "stablehlo.sort"(%x, %iota) <{dimension = 1 : i64, is_stable = true}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<i32>, %d: tensor<i32>):
+    %lt = "stablehlo.compare"(%a, %b) <{compare_type = #stablehlo<comparison_type TOTALORDER>, comparison_direction = #stablehlo<comparison_direction LT>}> : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    "stablehlo.return"(%lt) : (tensor<i1>) -> ()
+  }) : (tensor<2x5xf32>, tensor<2x5xi32>) -> (tensor<2x5xf32>, tensor<2x5xi32>)
+  return %r#0, %r#1 : tensor<2x5xf32>, tensor<2x5xi32>
 }

@@ -24,8 +24,9 @@
 //! | `reverse` | `linalg.generic` reading `size - 1 - d` |
 //! | `pad` | `tensor.pad`; with interior padding or negative edges, crop, fill, strided `tensor.insert_slice` |
 //! | `gather` | `linalg.generic` over the result, its body computing the operand index (`tensor.extract`) |
-//! | `convolution` (one feature and batch group) | the input padded and dilated, then a `linalg.generic` summing in jaxlib's order for the layout |
+//! | `convolution` (feature or batch groups too) | the input padded and dilated, then a `linalg.generic` summing in jaxlib's order for the layout |
 //! | `reduce_window` (one operand; any elementwise body) | the input padded with the init, then a `linalg.generic` over result and window |
+//! | `sort` (any inputs, a comparator of elementwise ops) | a `linalg.generic` ranking each element in its row (stable), then one placing each element at its rank |
 //! | `select_and_scatter` (elementwise bodies) | a `linalg.generic` selecting each window's element (value and offset), then one over the operand gathering the source values that selected each element |
 //!
 //! | `chlo.square` | a multiply, as jaxlib's `chlo-legalize-to-stablehlo` makes it |
@@ -292,6 +293,7 @@ pub const LEGALIZED: &[&str] = &[
     "convolution",
     "reduce_window",
     "select_and_scatter",
+    "sort",
     "add",
     "subtract",
     "multiply",
@@ -456,6 +458,7 @@ fn template(op: Op) -> Result<Option<String>, OpError> {
         "convolution" => convolution(op, &operands, &results[0])?,
         "reduce_window" => reduce_window(op, &operands, &results)?,
         "select_and_scatter" => select_and_scatter(op, &operands, &results[0])?,
+        "sort" => sort(op, &operands, &results)?,
         "reduce" => return reduce(op, &operands, &results).map(Some),
         "iota" => {
             let dimension = ir::attribute(op, "iota_dimension")
@@ -613,6 +616,18 @@ fn scalar(op: Op, short: &str, inputs: &[String], output: &str) -> Result<Option
                     "SIGNED".into()
                 }
             });
+            if kind == "TOTALORDER" && float {
+                // IEEE 754's total order (-NaN < -inf < … < -0 < +0 < … < +inf < +NaN): the
+                // bits as a signed integer, the magnitude bits flipped when the sign is set.
+                let bits = width(&t);
+                let i = format!("i{bits}");
+                let predicate =
+                    ["eq", "ne", "slt", "sle", "sgt", "sge"][direction_index(&direction).ok_or_else(unsupported)?];
+                return Ok(Some(format!(
+                    "%ai = arith.bitcast %x0 : {t} to {i}\n%bi = arith.bitcast %x1 : {t} to {i}\n%zero = arith.constant 0 : {i}\n%mask = arith.constant {} : {i}\n%an = arith.cmpi slt, %ai, %zero : {i}\n%bn = arith.cmpi slt, %bi, %zero : {i}\n%af = arith.xori %ai, %mask : {i}\n%bf = arith.xori %bi, %mask : {i}\n%ak = arith.select %an, %af, %ai : {i}\n%bk = arith.select %bn, %bf, %bi : {i}\n%v = arith.cmpi {predicate}, %ak, %bk : {i}",
+                    (1i128 << (bits - 1)) - 1
+                )));
+            }
             let predicate = match (kind.as_str(), direction.as_str()) {
                 ("FLOAT", d) => ["oeq", "une", "olt", "ole", "ogt", "oge"][direction_index(d).ok_or_else(unsupported)?],
                 ("SIGNED", d) => ["eq", "ne", "slt", "sle", "sgt", "sge"][direction_index(d).ok_or_else(unsupported)?],
@@ -1218,7 +1233,8 @@ impl ConvLayout {
     }
 }
 
-/// `convolution` (spec) with one feature group and one batch group: the input padded (edges
+/// `convolution` (spec), with feature or batch groups (JAX's depthwise convolutions and their
+/// weight gradients): the input padded (edges
 /// from `padding`, `lhs_dilation - 1` zeros between elements, as `pad` does), then one
 /// `linalg.generic` over the result's dimensions and the reduction over the window and the
 /// input features (input feature innermost, as `linalg.conv_2d_nhwc_hwcf`), reading the input at
@@ -1227,8 +1243,9 @@ fn convolution(op: Op, operands: &[Tensor], result: &Tensor) -> Result<String, O
     let not_yet =
         |why: &str| error_at(op, format!("'stablehlo.convolution' {why} is not supported by the legalization yet"));
     let groups = |name: &str| ir::attribute(op, name).and_then(ir::integer_attribute_value).unwrap_or(1);
-    if groups("feature_group_count") != 1 || groups("batch_group_count") != 1 {
-        return Err(not_yet("with feature or batch groups"));
+    let (feature_groups, batch_groups) = (groups("feature_group_count"), groups("batch_group_count"));
+    if feature_groups < 1 || batch_groups < 1 || (feature_groups > 1 && batch_groups > 1) {
+        return Err(error_at(op, "'stablehlo.convolution' needs positive group counts, at most one of them above 1"));
     }
     let numbers = ir::attribute(op, "dimension_numbers")
         .map(ir::attribute_text)
@@ -1300,9 +1317,35 @@ fn convolution(op: Op, operands: &[Tensor], result: &Tensor) -> Result<String, O
         };
     let space = rank + n + 1;
     let reduction: Vec<usize> = window.iter().copied().chain([in_feature]).collect();
+    // Groups (spec: feature_group_count splits the input features and the output features
+    // into as many groups, each output feature reading its group's inputs; batch_group_count
+    // splits the input batch likewise): the output feature's group picks the input feature
+    // (or batch) block, an affine `floordiv` of the output feature loop.
+    let (in_features, out_features) = (rhs.shape[layout.rhs.0], rhs.shape[layout.rhs.1]);
+    let (lhs_batch, lhs_features, out_batch) =
+        (lhs.shape[layout.lhs.0], lhs.shape[layout.lhs.1], result.shape[layout.out.0]);
+    if lhs_features != in_features * feature_groups
+        || out_features % (feature_groups * batch_groups) != 0
+        || lhs_batch != out_batch * batch_groups
+    {
+        return Err(error_at(
+            op,
+            format!(
+                "'stablehlo.convolution' with {feature_groups} feature and {batch_groups} batch groups: the shapes do not divide into them"
+            ),
+        ));
+    }
     let mut lhs_read = vec![String::new(); lhs.rank()];
-    lhs_read[layout.lhs.0] = format!("d{batch}");
-    lhs_read[layout.lhs.1] = format!("d{in_feature}");
+    lhs_read[layout.lhs.0] = if batch_groups > 1 {
+        format!("(d{out_feature} floordiv {}) * {out_batch} + d{batch}", out_features / batch_groups)
+    } else {
+        format!("d{batch}")
+    };
+    lhs_read[layout.lhs.1] = if feature_groups > 1 {
+        format!("(d{out_feature} floordiv {}) * {in_features} + d{in_feature}", out_features / feature_groups)
+    } else {
+        format!("d{in_feature}")
+    };
     for (s, &d) in layout.lhs.2.iter().enumerate() {
         lhs_read[d] = format!("d{} * {} + d{} * {}", out_spatial[s], strides[s], window[s], rhs_dilation[s]);
     }
@@ -1414,9 +1457,20 @@ fn body_scalars(op: Op, names: &[String]) -> Result<(String, Vec<String>), OpErr
 /// [`body_scalars`] of region `region` of `op` (`select_and_scatter` has two bodies); the
 /// names it gives its values start with `%b` in region 0 and `%b{region}r` in the others.
 fn region_scalars(op: Op, region: usize, names: &[String]) -> Result<(String, Vec<String>), OpError> {
+    let prefix = if region == 0 { "b".to_string() } else { format!("b{region}r") };
+    named_region_scalars(op, region, names, &prefix)
+}
+
+/// [`region_scalars`] with the names of its values starting with `%{prefix}` (a body inlined
+/// twice in one template, as `sort`'s comparator is, needs two prefixes).
+fn named_region_scalars(
+    op: Op,
+    region: usize,
+    names: &[String],
+    prefix: &str,
+) -> Result<(String, Vec<String>), OpError> {
     let name = ir::op_name(op);
     let not_yet = |why: String| error_at(op, format!("'{name}' {why} is not supported by the legalization yet"));
-    let prefix = if region == 0 { "b".to_string() } else { format!("b{region}r") };
     let regions = ir::regions(op);
     let blocks = regions.get(region).map(|&r| ir::blocks(r)).unwrap_or_default();
     let [block] = blocks[..] else { return Err(not_yet("without a one-block body".into())) };
@@ -1776,6 +1830,120 @@ fn select_and_scatter(op: Op, operands: &[Tensor], result: &Tensor) -> Result<St
     let _ = write!(
         text,
         "%re = tensor.empty() : {rt}\n%rf = linalg.fill ins(%init : {el}) outs(%re : {rt}) -> {rt}\n%r = linalg.generic {{indexing_maps = [{maps}], iterator_types = [{iterators}]}} ins(%w : {window_type}) outs(%rf : {rt}) {{\n^bb0(%unused: {el}, %acc: {el}):\n{scatter_body}}} -> {rt}\nreturn %r : {rt}"
+    );
+    Ok(text)
+}
+
+/// `sort` (spec) of any number of inputs along `dimension`, stable, by ranks: one
+/// `linalg.generic` counts, for each element, the elements of its row that the comparator puts
+/// before it (`cmp(x_j, x_i)`, or an equivalent one earlier in the row), then one over the
+/// result's positions and the row picks, for each position, the element of that rank, for every
+/// input. Both are quadratic in the sorted dimension's size (JAX sorts short rows in training
+/// steps: top-k routing, argsort of scores); the result is the stable order, which an unstable
+/// sort may also return.
+fn sort(op: Op, operands: &[Tensor], results: &[Tensor]) -> Result<String, OpError> {
+    let Some(first) = operands.first() else {
+        return Err(error_at(op, "'stablehlo.sort' needs at least one input"));
+    };
+    if operands.iter().chain(results).any(|t| t.shape != first.shape) {
+        return Err(error_at(op, "'stablehlo.sort' inputs and results must all have one shape"));
+    }
+    let rank = first.rank();
+    let dimension = ir::attribute(op, "dimension")
+        .and_then(ir::integer_attribute_value)
+        .map(|d| if d < 0 { d + rank as i64 } else { d })
+        .and_then(|d| usize::try_from(d).ok())
+        .filter(|&d| d < rank)
+        .ok_or_else(|| error_at(op, "'stablehlo.sort' has no valid dimension"))?;
+    let n = operands.len();
+    let row = first.shape[dimension];
+    // The comparator takes (lhs_0, rhs_0, lhs_1, rhs_1, …): once as cmp(x_j, x_i), once as
+    // cmp(x_i, x_j).
+    let pairs = |lhs: &str, rhs: &str| -> Vec<String> {
+        (0..n).flat_map(|k| [format!("%{lhs}{k}"), format!("%{rhs}{k}")]).collect()
+    };
+    let (before, ji) = named_region_scalars(op, 0, &pairs("xj", "xi"), "cji")?;
+    let (after, ij) = named_region_scalars(op, 0, &pairs("xi", "xj"), "cij")?;
+    let ([ji], [ij]) = (&ji[..], &ij[..]) else {
+        return Err(error_at(op, "'stablehlo.sort' comparator must return one value"));
+    };
+    let space = rank + 1;
+    let all = dims(space);
+    let own = dims(rank);
+    let along: Vec<String> =
+        (0..rank).map(|d| if d == dimension { format!("d{rank}") } else { format!("d{d}") }).collect();
+    let along = along.join(", ");
+    let iterators = vec!["\"parallel\""; rank].into_iter().chain(["\"reduction\""]).collect::<Vec<_>>().join(", ");
+    let row_type = Tensor { shape: vec![row], element: "i32".into() }.text();
+    let ranks_type = Tensor { shape: first.shape.clone(), element: "i32".into() }.text();
+    let ins_i: Vec<String> = (0..n).map(|k| format!("%a{k}")).collect();
+    let types: Vec<String> = operands.iter().map(Tensor::text).collect();
+    let mut text = format!(
+        "%row = tensor.empty() : {row_type}\n%zero = arith.constant 0 : i32\n%one = arith.constant 1 : i32\n%true = arith.constant true\n%re = tensor.empty() : {ranks_type}\n%rf = linalg.fill ins(%zero : i32) outs(%re : {ranks_type}) -> {ranks_type}\n"
+    );
+    // 1. Each element's rank in its row.
+    let maps: Vec<String> = std::iter::repeat_n(format!("affine_map<({all}) -> ({own})>"), n)
+        .chain(std::iter::repeat_n(format!("affine_map<({all}) -> ({along})>"), n))
+        .chain([format!("affine_map<({all}) -> (d{rank})>"), format!("affine_map<({all}) -> ({own})>")])
+        .collect();
+    let args: Vec<String> = (0..n)
+        .map(|k| format!("%xi{k}: {}", operands[k].element))
+        .chain((0..n).map(|k| format!("%xj{k}: {}", operands[k].element)))
+        .chain(["%unused: i32".to_string(), "%acc: i32".to_string()])
+        .collect();
+    let _ = writeln!(
+        text,
+        "%ranks = linalg.generic {{indexing_maps = [{}], iterator_types = [{iterators}]}} ins({}, {}, %row : {}, {}, {row_type}) outs(%rf : {ranks_type}) {{\n^bb0({}):\n{before}{after}%i = linalg.index {dimension} : index\n%j = linalg.index {rank} : index\n%earlier = arith.cmpi slt, %j, %i : index\n%not_after = arith.xori {ij}, %true : i1\n%tie_before = arith.andi %earlier, %not_after : i1\n%counts = arith.ori {ji}, %tie_before : i1\n%add = arith.select %counts, %one, %zero : i32\n%sum = arith.addi %acc, %add : i32\nlinalg.yield %sum : i32\n}} -> {ranks_type}",
+        maps.join(", "),
+        ins_i.join(", "),
+        ins_i.join(", "),
+        types.join(", "),
+        types.join(", "),
+        args.join(", "),
+    );
+    // 2. Each position takes the element of its rank.
+    let maps: Vec<String> = [format!("affine_map<({all}) -> ({along})>")]
+        .into_iter()
+        .chain(std::iter::repeat_n(format!("affine_map<({all}) -> ({along})>"), n))
+        .chain(std::iter::repeat_n(format!("affine_map<({all}) -> ({own})>"), n))
+        .collect();
+    let mut outs = Vec::new();
+    for (k, r) in results.iter().enumerate() {
+        let zero = if r.is_float() { format!("0.0 : {}", r.element) } else { format!("0 : {}", r.element) };
+        let _ = writeln!(
+            text,
+            "%z{k} = arith.constant {zero}\n%e{k} = tensor.empty() : {t}\n%f{k} = linalg.fill ins(%z{k} : {el}) outs(%e{k} : {t}) -> {t}",
+            t = r.text(),
+            el = r.element
+        );
+        outs.push(format!("%f{k}"));
+    }
+    let out_types: Vec<String> = results.iter().map(Tensor::text).collect();
+    let args: Vec<String> = ["%rank: i32".to_string()]
+        .into_iter()
+        .chain((0..n).map(|k| format!("%x{k}: {}", operands[k].element)))
+        .chain((0..n).map(|k| format!("%acc{k}: {}", results[k].element)))
+        .collect();
+    let mut body = format!("%p = linalg.index {dimension} : index\n%pi = arith.index_cast %p : index to i32\n%here = arith.cmpi eq, %rank, %pi : i32\n");
+    for (k, r) in results.iter().enumerate() {
+        let _ = writeln!(body, "%v{k} = arith.select %here, %x{k}, %acc{k} : {}", r.element);
+    }
+    let yielded: Vec<String> = (0..n).map(|k| format!("%v{k}")).collect();
+    let elements: Vec<&str> = results.iter().map(|r| r.element.as_str()).collect();
+    let _ = write!(
+        text,
+        "%r:{n} = linalg.generic {{indexing_maps = [{}], iterator_types = [{iterators}]}} ins(%ranks, {} : {ranks_type}, {}) outs({} : {}) {{\n^bb0({}):\n{body}linalg.yield {} : {}\n}} -> ({})\nreturn {} : {}",
+        maps.join(", "),
+        ins_i.join(", "),
+        types.join(", "),
+        outs.join(", "),
+        out_types.join(", "),
+        args.join(", "),
+        yielded.join(", "),
+        elements.join(", "),
+        out_types.join(", "),
+        (0..n).map(|k| format!("%r#{k}")).collect::<Vec<_>>().join(", "),
+        out_types.join(", "),
     );
     Ok(text)
 }
@@ -2208,6 +2376,10 @@ mod tests {
         lhs_dilation: Vec<usize>,
         rhs_dilation: Vec<usize>,
         reversal: Vec<bool>,
+        /// feature_group_count and batch_group_count (at most one above 1); `cin` is the
+        /// kernel's input features (per group), `batch` the result's batch.
+        feature_groups: usize,
+        batch_groups: usize,
         x: Vec<f32>,
         w: Vec<f32>,
     }
@@ -2220,7 +2392,13 @@ mod tests {
         let mut rng = SplitMix64::new(seed);
         loop {
             let spatial = rng.range(1, 2) as usize;
-            let (batch, cin, cout) = (rng.range(1, 2) as usize, rng.range(1, 3) as usize, rng.range(1, 3) as usize);
+            let (feature_groups, batch_groups) = match rng.below(4) {
+                0 => (rng.range(2, 3) as usize, 1),
+                1 => (1, rng.range(2, 3) as usize),
+                _ => (1, 1),
+            };
+            let (batch, cin) = (rng.range(1, 2) as usize, rng.range(1, 3) as usize);
+            let cout = feature_groups * batch_groups * rng.range(1, 2) as usize;
             let input: Vec<usize> = (0..spatial).map(|_| rng.range(1, 5) as usize).collect();
             let kernel: Vec<usize> = (0..spatial).map(|_| rng.range(1, 3) as usize).collect();
             let strides: Vec<usize> = (0..spatial).map(|_| rng.range(1, 2) as usize).collect();
@@ -2269,6 +2447,8 @@ mod tests {
                 lhs_dilation,
                 rhs_dilation,
                 reversal,
+                feature_groups,
+                batch_groups,
                 x: Vec::new(),
                 w: Vec::new(),
             };
@@ -2284,8 +2464,10 @@ mod tests {
             layout
                 .iter()
                 .map(|d| match (d.as_str(), which) {
+                    ("b", 'l') => self.batch * self.batch_groups,
                     ("b", _) => self.batch,
-                    ("f", 'l') | ("i", _) => self.cin,
+                    ("f", 'l') => self.cin * self.feature_groups,
+                    ("i", _) => self.cin,
                     ("f", _) | ("o", _) => self.cout,
                     (s, 'l') => self.input[s.parse::<usize>().unwrap()],
                     (s, 'r') => self.kernel[s.parse::<usize>().unwrap()],
@@ -2300,8 +2482,9 @@ mod tests {
         }
     }
 
-    /// The specification's convolution (one group), transcribed: the input padded with zeros
-    /// and dilated, the window's products summed.
+    /// The specification's convolution, transcribed: the input padded with zeros and dilated,
+    /// the window's products summed over the output feature's group of input features (or of
+    /// the batch).
     fn conv_reference(c: &Conv) -> Vec<f32> {
         let (lhs_shape, rhs_shape, out_shape) =
             (c.shape(&c.lhs_layout, 'l'), c.shape(&c.rhs_layout, 'r'), c.shape(&c.out_layout, 'o'));
@@ -2310,6 +2493,8 @@ mod tests {
             .map(|oi| {
                 let out_of = |d: &str| oi[c.out_layout.iter().position(|x| x == d).unwrap()];
                 let (b, f) = (out_of("b"), out_of("f"));
+                let feature_group = f / (c.cout / c.feature_groups);
+                let batch_group = f / (c.cout / c.batch_groups);
                 let mut acc = 0.0f32;
                 for k in coordinates(&c.kernel) {
                     for ci in 0..c.cin {
@@ -2328,8 +2513,8 @@ mod tests {
                             continue;
                         }
                         let lhs_index = Conv::at(&c.lhs_layout, &|d| match d {
-                            "b" => b,
-                            "f" => ci,
+                            "b" => batch_group * c.batch + b,
+                            "f" => feature_group * c.cin + ci,
                             s => at[s.parse::<usize>().unwrap()],
                         });
                         let rhs_index = Conv::at(&c.rhs_layout, &|d| match d {
@@ -2362,12 +2547,14 @@ mod tests {
         let reversal: Vec<&str> = c.reversal.iter().map(|&r| if r { "true" } else { "false" }).collect();
         format!(
             r#"func.func @main(%x: {l}, %w: {r}) -> {o} {{
-  %0 = "stablehlo.convolution"(%x, %w) <{{batch_group_count = 1 : i64, dimension_numbers = #stablehlo.conv<[{}]x[{}]->[{}]>, feature_group_count = 1 : i64, lhs_dilation = array<i64: {}>, padding = dense<[{}]> : tensor<{}x2xi64>, rhs_dilation = array<i64: {}>, window_reversal = array<i1: {}>, window_strides = array<i64: {}>}}> : ({l}, {r}) -> {o}
+  %0 = "stablehlo.convolution"(%x, %w) <{{batch_group_count = {} : i64, dimension_numbers = #stablehlo.conv<[{}]x[{}]->[{}]>, feature_group_count = {} : i64, lhs_dilation = array<i64: {}>, padding = dense<[{}]> : tensor<{}x2xi64>, rhs_dilation = array<i64: {}>, window_reversal = array<i1: {}>, window_strides = array<i64: {}>}}> : ({l}, {r}) -> {o}
   return %0 : {o}
 }}"#,
+            c.batch_groups,
             c.lhs_layout.join(", "),
             c.rhs_layout.join(", "),
             c.out_layout.join(", "),
+            c.feature_groups,
             list(&c.lhs_dilation),
             padding.join(", "),
             c.spatial,
@@ -2574,6 +2761,57 @@ mod tests {
         assert_eq!(out[3].bytes(), &gt[..]);
         assert_eq!(f32_values(&out[4]), x.iter().map(|&v| v as f32).collect::<Vec<_>>());
         assert_eq!(i32_values(&out[5]), signed(&x.iter().zip(&n).map(|(a, b)| *a.max(b)).collect::<Vec<_>>()));
+    }
+
+    /// JAX's argsort: a stable sort of (values, iota) by the values in IEEE total order (JAX's
+    /// comparator), along a random dimension, against Rust's stable sort by `total_cmp`.
+    #[test]
+    fn sort_is_stable_in_total_order() {
+        let mut cases = 0;
+        for seed in 0..12u64 {
+            let mut rng = SplitMix64::new(seed);
+            let rank = rng.range(1, 3) as usize;
+            let shape: Vec<usize> = (0..rank).map(|_| rng.range(1, 5) as usize).collect();
+            let dimension = rng.below(rank as u64) as usize;
+            let pool = [1.5f32, -0.0, 0.0, -2.0, f32::INFINITY, f32::NEG_INFINITY, 1.5, f32::NAN, -f32::NAN];
+            let x: Vec<f32> =
+                (0..shape.iter().product()).map(|_| pool[rng.below(pool.len() as u64) as usize]).collect();
+            let t = f32_type(&shape);
+            let i = t.replace("f32", "i32");
+            let text = format!(
+                r#"func.func @main(%x: {t}) -> ({t}, {i}) {{
+  %iota = "stablehlo.iota"() <{{iota_dimension = {dimension} : i64}}> : () -> {i}
+  %r:2 = "stablehlo.sort"(%x, %iota) <{{dimension = {dimension} : i64, is_stable = true}}> ({{
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<i32>, %d: tensor<i32>):
+    %lt = "stablehlo.compare"(%a, %b) <{{compare_type = #stablehlo<comparison_type TOTALORDER>, comparison_direction = #stablehlo<comparison_direction LT>}}> : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    "stablehlo.return"(%lt) : (tensor<i1>) -> ()
+  }}) : ({t}, {i}) -> ({t}, {i})
+  return %r#0, %r#1 : {t}, {i}
+}}"#
+            );
+            let out = run_main(&text, vec![f32_tensor(&shape, &x)]);
+            // The reference, row by row along `dimension`.
+            let mut values = x.clone();
+            let mut indices = vec![0i32; x.len()];
+            for start in coordinates(&shape).into_iter().filter(|c| c[dimension] == 0) {
+                let at = |k: usize| {
+                    let mut c = start.clone();
+                    c[dimension] = k;
+                    offset(&shape, &c)
+                };
+                let mut row: Vec<(f32, i32)> = (0..shape[dimension]).map(|k| (x[at(k)], k as i32)).collect();
+                row.sort_by(|a, b| a.0.total_cmp(&b.0));
+                for (k, (v, j)) in row.into_iter().enumerate() {
+                    values[at(k)] = v;
+                    indices[at(k)] = j;
+                }
+            }
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&f32_values(&out[0])), bits(&values), "{text}");
+            assert_eq!(i32_values(&out[1]), indices, "{text}");
+            cases += 1;
+        }
+        assert_eq!(cases, 12);
     }
 
     /// The specification's example: a 3x1 window with stride 2 and one row of padding.
