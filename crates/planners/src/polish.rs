@@ -11,7 +11,12 @@
 //! peak never exceeds the target; rounds repeat on the exactly re-simulated schedule until
 //! nothing more drops. Only steps are removed, so the cost never rises.
 //!
-//! Views are never dropped (a view re-made from a newer source instance would pin an older
+//! An instance nothing reads is dropped too, when its node keeps another instance: the first
+//! one of its node (a strategy that computed a value and evicted it unread, as DTR can) or a
+//! view (which would only pin its source). The lowering erases such ops, so keeping them would
+//! plan memory the step never holds.
+//!
+//! Views nothing reads aside, views are never dropped (a view re-made from a newer source instance would pin an older
 //! one), nor are instances that views were made from. Where a step takes the buffer of an
 //! instance that dies there ([`remat_graph::Node::reuses`]), extending that instance costs the
 //! step a buffer of its own too, which the bookkeeping counts.
@@ -66,25 +71,54 @@ pub fn polish_until(
             previous[j] = last_seen[u.index()];
             last_seen[u.index()] = j;
         }
+        // An instance nothing reads (an output's latest instance is read by the end of the step).
+        let unread =
+            |j: usize| !(end[j] > j || (graph.node(schedule[j]).output && last_seen[schedule[j].index()] == j));
         let mut candidates: Vec<usize> = (0..steps)
-            .filter(|&j| previous[j] != usize::MAX && graph.node(schedule[j]).view_of.is_none() && !has_views[j])
+            .filter(|&j| {
+                !has_views[j]
+                    && if graph.node(schedule[j]).view_of.is_none() {
+                        previous[j] != usize::MAX || unread(j)
+                    } else {
+                        // A view nothing reads only pins its source.
+                        unread(j)
+                    }
+            })
             .collect();
         candidates
             .sort_by(|&a, &b| graph.node(schedule[b]).cost.total_cmp(&graph.node(schedule[a]).cost).then(b.cmp(&a)));
         let mut removed = vec![false; steps];
         let mut dropped = 0;
+        // Instances of each node not dropped: every node keeps one (the schedule's rule).
+        let mut instances = vec![0usize; graph.len()];
+        for &u in &schedule {
+            instances[u.index()] += 1;
+        }
         for j in candidates {
             if probe.expired() {
                 cut = true;
                 break;
             }
             let mut i = previous[j];
-            while removed[i] {
+            while i != usize::MAX && removed[i] {
                 i = previous[i];
             }
             let bytes = graph.node(schedule[j]).bytes as i128;
             // An output's latest instance is read by the end of the step even at the last step.
             let read = end[j] > j || (graph.node(schedule[j]).output && last_seen[schedule[j].index()] == j);
+            if i == usize::MAX || graph.node(schedule[j]).view_of.is_some() {
+                // An instance nothing reads with no earlier one, or a view nothing reads: dropped
+                // when its node keeps another instance. The lowering erases such an op, so
+                // keeping it would plan a buffer (or a pinned source) that never exists.
+                if read || instances[schedule[j].index()] < 2 {
+                    continue;
+                }
+                memory.add(j, j, -(1i128 << 100));
+                removed[j] = true;
+                instances[schedule[j].index()] -= 1;
+                dropped += 1;
+                continue;
+            }
             // A step that took i's buffer where i died needs a buffer of its own once i lives on.
             let taken_at_end = taken_at[i] == Some(end[i]);
             if read && end[i] < j {
@@ -113,6 +147,7 @@ pub fn polish_until(
             end[i] = end[i].max(if read { end[j] } else { i });
             memory.add(j, j, -(1i128 << 100));
             removed[j] = true;
+            instances[schedule[j].index()] -= 1;
             dropped += 1;
         }
         if dropped == 0 {
