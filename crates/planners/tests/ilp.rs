@@ -87,10 +87,9 @@ fn brute_force(graph: &Graph, budget: u64) -> Option<u64> {
 
 /// The ILP's plan cost at `budget` (`None`: declared infeasible), with the status.
 fn ilp_cost(graph: &Graph, budget: u64, order: StageOrder) -> Option<(f64, SolveStatus)> {
-    let mut options = PlannerOptions::default();
     // The model's own optimum, as the README describes each class: polishing would drop the
     // unread computations the fixed order's stages force, leaving a schedule outside it.
-    options.polish = false;
+    let mut options = PlannerOptions { polish: false, ..PlannerOptions::default() };
     options.ilp.order = Some(order);
     options.ilp.mip_gap = 0.0;
     options.ilp.warm_start = std::env::var_os("ILP_TEST_WARM").is_some();
