@@ -112,7 +112,11 @@ impl Blocks {
     /// Cuts the step into blocks and builds each block's menu (once `deadline` passes, the
     /// menus built from then on stop their greedy path where it is: at least F_all).
     pub fn of(graph: &Graph, order: &[NodeId], deadline: Deadline) -> Blocks {
-        let view = ChainView::of(graph, order);
+        Self::from_view(graph, ChainView::of(graph, order), deadline)
+    }
+
+    /// The blocks of one chain view (see [`ChainView::views`]) with their menus.
+    pub fn from_view(graph: &Graph, view: ChainView, deadline: Deadline) -> Blocks {
         let menus: Vec<Vec<BlockOption>> = (0..view.chain.len()).map(|k| menu(graph, &view, k, deadline)).collect();
         for (k, m) in menus.iter().enumerate() {
             let least = |term: fn(&BlockOption) -> u64| m.iter().map(term).min().unwrap_or(0);
@@ -658,25 +662,33 @@ impl Planner for HierarchicalRemat {
         if deadline.expired() {
             return Ok(request.no_plan());
         }
-        let blocks = Blocks::of(graph, request.order, deadline);
+        let views = ChainView::views(graph, request.order);
         let budget =
             request.budget.or_else(|| crate::smallest_feasible_budget(self, graph, request.order, request.options));
         let Some(budget) = budget else { return Ok(request.no_plan()) };
-        // The DP counts the step outputs each backward leaves resident; its other terms
-        // over-estimate, so a second pass without them reaches lower budgets. The cheaper
-        // measured plan wins.
-        let without = vec![0; blocks.outputs.len()];
-        let best = [&blocks.outputs[..], &without[..]]
-            .into_iter()
-            .filter_map(|outputs| Self::plan_at(&blocks, outputs, graph, budget, deadline))
-            .min_by(|x, y| x.cost.total_cmp(&y.cost).then(x.peak.cmp(&y.peak)));
-        let Some(Candidate { schedule, dp_budget, ops, .. }) = best else { return Ok(request.no_plan()) };
-        let stats = HierarchicalStats {
-            blocks: blocks.view.chain.len(),
-            options: blocks.menus.iter().map(Vec::len).sum(),
-            dp_budget,
-            ops: ops.iter().map(ToString::to_string).collect(),
+        // Per chain view: the DP counts the step outputs each backward leaves resident; its
+        // other terms over-estimate, so a second pass without them reaches lower budgets. The
+        // cheaper measured plan of all wins.
+        let mut best: Option<(Candidate, usize, usize)> = None;
+        for view in views {
+            let blocks = Blocks::from_view(graph, view, deadline);
+            let without = vec![0; blocks.outputs.len()];
+            for outputs in [&blocks.outputs[..], &without[..]] {
+                let Some(candidate) = Self::plan_at(&blocks, outputs, graph, budget, deadline) else { continue };
+                let better = best.as_ref().is_none_or(|(b, _, _)| {
+                    candidate.cost.total_cmp(&b.cost).then(candidate.peak.cmp(&b.peak)).is_lt()
+                });
+                if better {
+                    let sizes = (blocks.view.chain.len(), blocks.menus.iter().map(Vec::len).sum());
+                    best = Some((candidate, sizes.0, sizes.1));
+                }
+            }
+        }
+        let Some((Candidate { schedule, dp_budget, ops, .. }, blocks, options)) = best else {
+            return Ok(request.no_plan());
         };
+        let stats =
+            HierarchicalStats { blocks, options, dp_budget, ops: ops.iter().map(ToString::to_string).collect() };
         Ok((schedule, PlanDetails::stopped(request.stop_unless_out_of_time(StopReason::Completed)).with_facts(stats)))
     }
 }

@@ -159,6 +159,30 @@ pub struct ChainView {
 impl ChainView {
     /// Cuts the step at the articulation points of its forward part.
     pub fn of(graph: &Graph, order: &[NodeId]) -> ChainView {
+        Self::cut(graph, order, false)
+    }
+
+    /// The views worth planning with: [`ChainView::of`], and, when one of its stages holds more
+    /// than 1/[`LUMP_SHARE`] of the forward nodes and letting the smallest values cross cuts
+    /// ([`small_values`]) cuts the forward elsewhere, that view too. Such a lump is the mark of
+    /// a small long edge, an RNG key or a step counter read by every layer, hiding the layers;
+    /// the finer view finds them. It does not win everywhere (its cuts leave values the
+    /// chain's terms do not see), so the planners measure a plan from each and keep the better.
+    pub fn views(graph: &Graph, order: &[NodeId]) -> Vec<ChainView> {
+        let strict = Self::cut(graph, order, false);
+        let forward: usize = strict.forward.iter().map(Vec::len).sum();
+        if strict.forward.iter().all(|stage| stage.len() * LUMP_SHARE <= forward) {
+            return vec![strict];
+        }
+        let finer = Self::cut(graph, order, true);
+        if finer.forward != strict.forward {
+            vec![strict, finer]
+        } else {
+            vec![strict]
+        }
+    }
+
+    fn cut(graph: &Graph, order: &[NodeId], small_may_cross: bool) -> ChainView {
         let part = Self::forward_part(graph, order);
         let fwd = &part.nodes;
         let mut position = vec![usize::MAX; graph.len()];
@@ -173,13 +197,20 @@ impl ChainView {
             from_constants[v.index()] = graph.node(v).pure
                 && graph.preds(v).iter().all(|p| !graph.node(*p).argument && from_constants[p.index()]);
         }
+        // With `small_may_cross`, so may the smallest values ([`small_values`]).
+        let mut may_cross = from_constants;
+        if small_may_cross {
+            for v in small_values(graph, order, fwd) {
+                may_cross[v.index()] = true;
+            }
+        }
         // last_read[i]: the last forward position reading the value at position i (values that
         // hold no memory, constants and views of arguments, may cross any cut too).
         let last_read: Vec<usize> = fwd
             .iter()
             .enumerate()
             .map(|(i, &v)| {
-                if stored_bytes(graph, v) == 0 || from_constants[v.index()] {
+                if stored_bytes(graph, v) == 0 || may_cross[v.index()] {
                     return i;
                 }
                 graph
@@ -228,7 +259,7 @@ impl ChainView {
             let s = graph
                 .preds(v)
                 .iter()
-                .filter(|p| !from_constants[p.index()] && stored_bytes(graph, **p) > 0 && !floating[p.index()])
+                .filter(|p| !may_cross[p.index()] && stored_bytes(graph, **p) > 0 && !floating[p.index()])
                 .map(|p| stage_of[p.index()])
                 .filter(|&s| s != usize::MAX)
                 .min();
@@ -394,6 +425,34 @@ impl ChainView {
     }
 }
 
+/// A stage holding more than this part of the forward nodes is a lump ([`ChainView::views`]).
+const LUMP_SHARE: usize = 4;
+
+/// The part of the input order's peak that the small values crossing cuts may hold together.
+const SMALL_VALUES_SHARE: u64 = 100;
+
+/// The forward values, smallest first (ties in program order), whose stored bytes together
+/// stay within 1/[`SMALL_VALUES_SHARE`] of the input order's peak: an RNG key split once
+/// and read by every layer's dropout, a step counter, a norm's statistics. Each may be a long
+/// edge that merges every layer it spans into one stage; resident all along, they cost little,
+/// and the memory model the plans are measured with counts them.
+fn small_values(graph: &Graph, order: &[NodeId], fwd: &[NodeId]) -> Vec<NodeId> {
+    let Ok(peak) = simulate(graph, order).map(|s| s.peak_bytes) else { return Vec::new() };
+    let allowance = peak / SMALL_VALUES_SHARE;
+    let mut candidates: Vec<(u64, NodeId)> =
+        fwd.iter().map(|&v| (stored_bytes(graph, v), v)).filter(|&(bytes, _)| bytes > 0).collect();
+    candidates.sort_by_key(|&(bytes, _)| bytes); // stable: program order among equals
+    let mut used = 0u64;
+    candidates
+        .into_iter()
+        .take_while(|&(bytes, _)| {
+            used += bytes;
+            used <= allowance
+        })
+        .map(|(_, v)| v)
+        .collect()
+}
+
 /// Merges adjacent stages (never into the loss) until at most `limit` remain, each time the
 /// adjacent pair with the least forward cost together.
 fn merge_stages(graph: &Graph, mut groups: Vec<Vec<NodeId>>, limit: usize) -> Vec<Vec<NodeId>> {
@@ -529,22 +588,31 @@ impl Planner for ChainRemat {
         if request.options.deadline.expired() {
             return Ok(request.no_plan());
         }
-        let view = ChainView::of(graph, request.order);
         simulate(graph, request.order).map_err(InvalidRequest::from)?;
+        let views = ChainView::views(graph, request.order);
         // Without a budget, least memory: the smallest budget the chain plan meets (bisected).
         let budget =
             request.budget.or_else(|| crate::smallest_feasible_budget(self, graph, request.order, request.options));
         let Some(budget) = budget else { return Ok(request.no_plan()) };
         let deadline = request.options.deadline;
-        let remat_only = Self::plan_at(&view, graph, budget, None, options.mem_slots, deadline);
-        let offloading = options
-            .beta()
-            .and_then(|beta| Self::plan_at(&view, graph, budget, Some(beta), options.mem_slots, deadline));
-        // With a link, the offloading plan when it fits (the DP's makespan already weighs its
-        // transfers against recomputation), else rematerialization only.
-        let remat_makespan = remat_only.as_ref().map_or(f64::NAN, |p| p.makespan);
-        let offloads = offloading.is_some();
-        let Some(chosen) = offloading.or(remat_only) else { return Ok(request.no_plan()) };
+        // Per view: with a link, the offloading plan when it fits (the DP's makespan already
+        // weighs its transfers against recomputation), else rematerialization only. Of the
+        // views' plans, the fastest (then the smallest) wins.
+        let plans = views.iter().filter_map(|view| {
+            let remat_only = Self::plan_at(view, graph, budget, None, options.mem_slots, deadline);
+            let offloading = options
+                .beta()
+                .and_then(|beta| Self::plan_at(view, graph, budget, Some(beta), options.mem_slots, deadline));
+            let remat_makespan = remat_only.as_ref().map_or(f64::NAN, |p| p.makespan);
+            let offloads = offloading.is_some();
+            let chosen = offloading.or(remat_only)?;
+            // Time: the DP's makespan with transfers overlapped, else the measured cost.
+            let time = if offloads { chosen.makespan } else { chosen.simulation.cost };
+            Some((view, chosen, remat_makespan, offloads, time))
+        });
+        let best =
+            plans.min_by(|a, b| a.4.total_cmp(&b.4).then(a.1.simulation.peak_bytes.cmp(&b.1.simulation.peak_bytes)));
+        let Some((view, chosen, remat_makespan, offloads, _)) = best else { return Ok(request.no_plan()) };
         let offload = offloads.then_some((chosen.makespan, chosen.simulation.offloaded_bytes));
         let stats = ChainStats {
             stages: view.chain.len(),
@@ -600,6 +668,58 @@ mod tests {
         let stage_of = |v: NodeId| view.backward.iter().position(|b| b.contains(&v)).unwrap();
         assert_eq!(stage_of(wt), stage_of(g1), "wt runs with its reader");
         assert!(stage_of(wt) < view.backward.len() - 1, "not with the loss");
+    }
+
+    /// Six layers that all read one 8-byte key computed at the start (dropout's RNG key):
+    /// the key spans every layer, so without small values crossing cuts the step is one stage.
+    fn layers_reading_one_key() -> Graph {
+        use remat_graph::{GraphBuilder, NodeSpec};
+        let mut b = GraphBuilder::new();
+        let x = b.add(NodeSpec::argument("x", 1024), &[]);
+        let seed = b.add(NodeSpec::argument("seed", 8), &[]);
+        let key = b.add(NodeSpec::op("key", 8, 1.0), &[seed]);
+        let mut h = vec![x];
+        for i in 1..=6 {
+            let prev = *h.last().unwrap();
+            h.push(b.add(NodeSpec::op(format!("h{i}"), 1024, 100.0), &[prev, key]));
+        }
+        let loss = b.add(NodeSpec::op("loss", 4, 1.0), &[h[6]]);
+        let mut g = loss;
+        for i in (1..=6).rev() {
+            let spec = NodeSpec::op(format!("g{i}"), 1024, 100.0).backward(true);
+            g = b.add(if i == 1 { spec.output() } else { spec }, &[g, h[i], key]);
+        }
+        b.finish().unwrap()
+    }
+
+    #[test]
+    fn a_small_value_read_by_every_layer_gets_a_view_of_its_own() {
+        let graph = layers_reading_one_key();
+        let order = graph.topological_schedule();
+        let strict = ChainView::of(&graph, &order);
+        let views = ChainView::views(&graph, &order);
+        assert_eq!(views.len(), 2, "the finer view differs");
+        assert_eq!(views[0].forward, strict.forward, "the strict view comes first");
+        assert!(strict.chain.len() <= 2, "the key merges the layers: {} stages", strict.chain.len());
+        assert!(views[1].chain.len() >= 6, "a stage per layer: {} stages", views[1].chain.len());
+        // The finer view plans below the input order's peak, where the strict one cannot.
+        let baseline = simulate(&graph, &order).unwrap().peak_bytes;
+        let options = crate::PlannerOptions::default();
+        let mut reached = 0;
+        for percent in [90, 80, 70, 60, 50] {
+            let budget = baseline * percent / 100;
+            let request = PlanRequest { graph: &graph, order: &order, budget: Some(budget), options: &options };
+            let (schedule, details) = ChainRemat.plan_detailed(&request).unwrap();
+            if details.facts::<ChainStats>().is_none() {
+                continue;
+            }
+            let peak = simulate(&graph, &schedule).unwrap().peak_bytes;
+            assert!(peak <= budget, "{percent}%: {peak} > {budget}");
+            let strict_plan = ChainRemat::plan_at(&strict, &graph, budget, None, None, Deadline::NONE);
+            assert!(strict_plan.is_none(), "{percent}%: the strict view alone has a plan");
+            reached += 1;
+        }
+        assert!(reached >= 2, "the finer view plans at 2 of the budgets at least ({reached})");
     }
 
     #[test]
