@@ -2814,6 +2814,90 @@ mod tests {
         assert_eq!(cases, 12);
     }
 
+    #[derive(Debug)]
+    struct Pad {
+        operand: Vec<usize>,
+        low: Vec<i64>,
+        high: Vec<i64>,
+        interior: Vec<i64>,
+        x: Vec<f32>,
+        value: f32,
+    }
+
+    impl Pad {
+        fn result(&self) -> Vec<i64> {
+            (0..self.operand.len())
+                .map(|d| {
+                    let n = self.operand[d] as i64;
+                    self.low[d] + self.high[d] + n + (n - 1).max(0) * self.interior[d]
+                })
+                .collect()
+        }
+    }
+
+    /// Edges of -1 to 2 (negative only without interior padding in the dimension) and
+    /// interior padding of 0 to 2; results are never empty.
+    fn generate_pad(seed: u64) -> Pad {
+        let mut rng = SplitMix64::new(seed);
+        loop {
+            let rank = rng.range(1, 3) as usize;
+            let operand: Vec<usize> = (0..rank).map(|_| rng.range(1, 4) as usize).collect();
+            let interior: Vec<i64> = (0..rank).map(|_| rng.below(3) as i64).collect();
+            let edge = |rng: &mut SplitMix64, d: usize| {
+                if interior[d] > 0 {
+                    rng.below(3) as i64
+                } else {
+                    rng.below(4) as i64 - 1
+                }
+            };
+            let low: Vec<i64> = (0..rank).map(|d| edge(&mut rng, d)).collect();
+            let high: Vec<i64> = (0..rank).map(|d| edge(&mut rng, d)).collect();
+            let x = values(&mut rng, operand.iter().product());
+            let case = Pad { operand, low, high, interior, x, value: 0.5 };
+            if case.result().iter().all(|&n| n > 0) {
+                return case;
+            }
+        }
+    }
+
+    fn pad_module(c: &Pad) -> String {
+        let result: Vec<usize> = c.result().iter().map(|&n| n as usize).collect();
+        let (x, r) = (f32_type(&c.operand), f32_type(&result));
+        let ints = |v: &[i64]| v.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+        format!(
+            r#"func.func @main(%x: {x}) -> {r} {{
+  %v = "stablehlo.constant"() <{{value = dense<{:?}> : tensor<f32>}}> : () -> tensor<f32>
+  %0 = "stablehlo.pad"(%x, %v) <{{edge_padding_low = array<i64: {}>, edge_padding_high = array<i64: {}>, interior_padding = array<i64: {}>}}> : ({x}, tensor<f32>) -> {r}
+  return %0 : {r}
+}}"#,
+            c.value,
+            ints(&c.low),
+            ints(&c.high),
+            ints(&c.interior)
+        )
+    }
+
+    /// The specification's `pad`: result element `i` is operand element `j` where
+    /// `i = low + j * (interior + 1)` in every dimension, else the padding value.
+    fn pad_reference(c: &Pad) -> Vec<f32> {
+        let result: Vec<usize> = c.result().iter().map(|&n| n as usize).collect();
+        coordinates(&result)
+            .iter()
+            .map(|i| {
+                let mut j = Vec::new();
+                for (d, &at) in i.iter().enumerate() {
+                    let q = at as i64 - c.low[d];
+                    let step = c.interior[d] + 1;
+                    if q < 0 || q % step != 0 || q / step >= c.operand[d] as i64 {
+                        return c.value;
+                    }
+                    j.push((q / step) as usize);
+                }
+                c.x[offset(&c.operand, &j)]
+            })
+            .collect()
+    }
+
     /// The specification's example: a 3x1 window with stride 2 and one row of padding.
     #[test]
     fn select_and_scatter_matches_the_specifications_example() {
@@ -2856,6 +2940,14 @@ mod tests {
             let text = select_scatter_module(&case);
             let outputs = run_main(&text, vec![f32_tensor(&case.operand, &case.x), f32_tensor(&case.source, &case.s)]);
             prop_assert_eq!(f32_values(&outputs[0]), select_scatter_reference(&case), "{:?}\n{}", case, text);
+        }
+
+        #[test]
+        fn pad_places_the_specifications_elements(seed in any::<u64>()) {
+            let case = generate_pad(seed);
+            let text = pad_module(&case);
+            let outputs = run_main(&text, vec![f32_tensor(&case.operand, &case.x)]);
+            prop_assert_eq!(f32_values(&outputs[0]), pad_reference(&case), "{:?}\n{}", case, text);
         }
 
         #[test]
