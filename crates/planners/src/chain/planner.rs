@@ -9,6 +9,9 @@
 //! a forward node after it, so that `c` is the only forward value that crosses. Values that
 //! hold no memory, and values computed from constants alone (a broadcast zero read by every
 //! ReLU, a causal mask), may cross any cut: they stay resident, which the memory model sees.
+//! When a stage still lumps more than a quarter of the forward, [`ChainView::views`] adds a
+//! view where the smallest values may cross too (an RNG key split once and read by every
+//! layer's dropout); the planners measure a plan from each view and keep the better.
 //! The stretches between cuts are the stages; what follows the last cut (the loss and what
 //! feeds it) is the loss stage L+1. Each backward node joins the lowest stage among its
 //! inputs' (forward inputs by their stage, backward inputs by theirs, crossing values not
