@@ -167,7 +167,8 @@ impl ChainView {
 
     /// The views worth planning with: [`ChainView::of`], and, when one of its stages holds more
     /// than 1/[`LUMP_SHARE`] of the forward nodes and letting the smallest values cross cuts
-    /// ([`small_values`]) cuts the forward elsewhere, that view too. Such a lump is the mark of
+    /// (together at most 1/[`SMALL_VALUES_SHARE`] of the input order's peak) cuts the forward
+    /// elsewhere, that view too. Such a lump is the mark of
     /// a small long edge, an RNG key or a step counter read by every layer, hiding the layers;
     /// the finer view finds them. It does not win everywhere (its cuts leave values the
     /// chain's terms do not see), so the planners measure a plan from each and keep the better.
@@ -429,10 +430,10 @@ impl ChainView {
 }
 
 /// A stage holding more than this part of the forward nodes is a lump ([`ChainView::views`]).
-const LUMP_SHARE: usize = 4;
+pub const LUMP_SHARE: usize = 4;
 
 /// The part of the input order's peak that the small values crossing cuts may hold together.
-const SMALL_VALUES_SHARE: u64 = 100;
+pub const SMALL_VALUES_SHARE: u64 = 100;
 
 /// The forward values, smallest first (ties in program order), whose stored bytes together
 /// stay within 1/[`SMALL_VALUES_SHARE`] of the input order's peak: an RNG key split once
