@@ -2,8 +2,9 @@
 # The GPU lowering's figures, as a Markdown table: per example and strategy, the planned peak,
 # the library's kernels and size, and the device peak its host side allocates when run by
 # remat-gpu-run against the fake CUDA driver of remat-gpu-run's tests (real allocations, frees
-# and launches; kernels that compute nothing). With GPU=1 it runs on the real driver instead and
-# also compares outputs with the CPU run (remat-run --save-io).
+# and launches; kernels that compute nothing). Staging bytes (pinned buffers through which the
+# host reads a scalar it needs) are outside the plan and shown apart. With GPU=1 it runs on the
+# real driver instead and also compares outputs with the CPU run (remat-run --save-io).
 #
 #   bash tools/measure-gpu.sh [EXAMPLE.mlir ...]            plan, lower and run here
 #   bash tools/measure-gpu.sh --prepare DIR [EXAMPLE.mlir ...]
@@ -91,7 +92,7 @@ run_prepared() {
     cc -shared -fPIC -o "$tmp/libcuda.so" tools/remat-gpu-run/tests/fake_cuda/libcuda.c || return 1
     run_env=(env LD_LIBRARY_PATH="$tmp" FAKE_CUDA_SKIP_KERNELS=1)
   fi
-  printf "| example | strategy | planned peak | measured device peak | planned host peak | measured host peak | kernels | library bytes | compile seconds | step seconds | outputs |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
+  printf "| example | strategy | planned peak | measured device peak | planned host peak | measured host peak | staging bytes | kernels | library bytes | compile seconds | step seconds | outputs |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
   local dir
   for dir in "$work"/[0-9]*/; do
     dir=${dir%/}
@@ -111,9 +112,9 @@ try:
     r = json.load(open(f"{dir}/run.json"))
 except ValueError:
     err = open(f"{dir}/run.err").read().strip().splitlines()
-    print(f"| {name} | {strategy} | {plan} | run failed: {err[-1] if err else ''} | | | | | | | |"); sys.exit(1)
+    print(f"| {name} | {strategy} | {plan} | run failed: {err[-1] if err else ''} | | | | | | | | |"); sys.exit(1)
 outputs = {True: "match", False: "DIFFER"}.get(r.get("outputs_match"), "not compared")
-print(f"| {name} | {strategy} | {plan} | {r['device_peak_bytes']} | {row['planned_host_peak_bytes']} | {r['host_peak_bytes']} | {row['kernels']} | {row['library_bytes']} | {row['compile_seconds']} | {r['seconds_median']:.4f} | {outputs} |")
+print(f"| {name} | {strategy} | {plan} | {r['device_peak_bytes']} | {row['planned_host_peak_bytes']} | {r['host_peak_bytes']} | {r.get('staging_peak_bytes', 0)} | {row['kernels']} | {row['library_bytes']} | {row['compile_seconds']} | {r['seconds_median']:.4f} | {outputs} |")
 ok = r["device_peak_bytes"] == plan and r["host_peak_bytes"] == row["planned_host_peak_bytes"]
 sys.exit(0 if ok and r.get("outputs_match", True) else 1)
 PY

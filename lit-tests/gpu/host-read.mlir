@@ -1,10 +1,10 @@
 // Host code may not touch device memory. A scalar it reads (here the index of a dynamic
-// slice) is staged through a pinned host buffer (counted as host bytes) by a one-iteration
-// kernel.
+// slice) is staged through a pinned host buffer (counted as staging bytes, apart from the
+// plan's host bytes) by a one-iteration kernel.
 // RUN: remat-opt %s --pass-pipeline='builtin.module()' --lower=gpu --gpu-format=ptx | FileCheck %s
 
 // CHECK-LABEL: llvm.func @slice(
-// CHECK: llvm.call @remat_host_alloc_next()
+// CHECK: llvm.call @remat_staging_alloc_next()
 // CHECK: llvm.call @_mlir_memref_to_llvm_alloc
 // CHECK: gpu.launch_func @slice_kernel_0::@slice_kernel
 // CHECK-NEXT: llvm.load {{.*}} : !llvm.ptr -> i32

@@ -33,6 +33,7 @@ RematLowerCallback legalizeStablehloCallback = nullptr;
 RematLowerCallback hostBuffersCallback = nullptr;
 RematLowerCallback gpuParallelizeCallback = nullptr;
 RematLowerCallback gpuCheckHostCallback = nullptr;
+RematLowerCallback gpuLaunchStackCallback = nullptr;
 
 struct PlaceDeallocsPass
     : public mlir::PassWrapper<PlaceDeallocsPass, mlir::OperationPass<>> {
@@ -157,6 +158,25 @@ struct GpuCheckHostPass
       signalPassFailure();
   }
 };
+
+struct GpuLaunchStackPass
+    : public mlir::PassWrapper<GpuLaunchStackPass,
+                               mlir::OperationPass<mlir::ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(GpuLaunchStackPass)
+
+  llvm::StringRef getArgument() const final { return "remat-gpu-launch-stack"; }
+  llvm::StringRef getDescription() const final {
+    return "Bracket every gpu.launch_func outside a function's entry block "
+           "with llvm.intr.stacksave/stackrestore, so the argument arrays its "
+           "translation allocates on the stack are freed after each launch "
+           "instead of piling up in host loops";
+  }
+  void runOnOperation() override {
+    if (!gpuLaunchStackCallback ||
+        !gpuLaunchStackCallback(wrap(getOperation().getOperation())))
+      signalPassFailure();
+  }
+};
 } // namespace
 
 extern "C" void rematRegisterLoweringPasses(RematLowerCallback placeDeallocs,
@@ -164,13 +184,15 @@ extern "C" void rematRegisterLoweringPasses(RematLowerCallback placeDeallocs,
                                             RematLowerCallback legalizeStablehlo,
                                             RematLowerCallback hostBuffers,
                                             RematLowerCallback gpuParallelize,
-                                            RematLowerCallback gpuCheckHost) {
+                                            RematLowerCallback gpuCheckHost,
+                                            RematLowerCallback gpuLaunchStack) {
   placeDeallocsCallback = placeDeallocs;
   lowerStablehloCallback = lowerStablehlo;
   legalizeStablehloCallback = legalizeStablehlo;
   hostBuffersCallback = hostBuffers;
   gpuParallelizeCallback = gpuParallelize;
   gpuCheckHostCallback = gpuCheckHost;
+  gpuLaunchStackCallback = gpuLaunchStack;
   static bool registered = [] {
     mlir::PassRegistration<PlaceDeallocsPass>();
     mlir::PassRegistration<LowerStablehloPass>();
@@ -178,6 +200,7 @@ extern "C" void rematRegisterLoweringPasses(RematLowerCallback placeDeallocs,
     mlir::PassRegistration<HostBuffersPass>();
     mlir::PassRegistration<GpuParallelizePass>();
     mlir::PassRegistration<GpuCheckHostPass>();
+    mlir::PassRegistration<GpuLaunchStackPass>();
     return true;
   }();
   (void)registered;

@@ -1,4 +1,4 @@
-//! The two passes the GPU pipeline adds to upstream's parallel-loops-to-GPU path, so that every
+//! The three passes the GPU pipeline adds to upstream's parallel-loops-to-GPU path, so that every
 //! memory access of a bufferized step runs in a kernel and the host only allocates, launches and
 //! frees (device buffers are not readable on the host).
 //!
@@ -9,12 +9,16 @@
 //!   one-iteration `scf.parallel`, so `convert-parallel-loops-to-gpu` runs it as a
 //!   single-thread kernel. Slow for big reductions, but correct and in the same memory. A
 //!   scalar the host reads from device memory (a counter left by an unrolled loop, a dynamic
-//!   offset) is copied by such a kernel into a pinned host buffer of its size and read there.
+//!   offset) is copied by such a kernel into a pinned host buffer of its size and read there
+//!   (`remat_staging_alloc_next`: staging bytes, outside the plan).
 //! * `remat-gpu-check-host` (on `func.func`, after `convert-parallel-loops-to-gpu`): clones
 //!   every `memref.get_global` a launch reads into the launch body, so `gpu-kernel-outlining`
 //!   copies the constant into the kernel module (device memory, not a host pointer); then
 //!   rejects, with a diagnostic at the op, anything left on the host that would touch device
-//!   memory.
+//!   memory. A view of a constant (a slice of a table) moves into the launch with it.
+//! * `remat-gpu-launch-stack` (on the module, after `gpu-to-llvm`): brackets each launch in a
+//!   host loop with `llvm.intr.stacksave`/`stackrestore`, so the stack its argument arrays
+//!   take is freed after it.
 
 use crate::stablehlo::{create_op, error_at, set_segments, OpError};
 use mlir_sys::*;
@@ -66,8 +70,9 @@ pub fn parallelize(module: Op) -> ParallelizeStats {
 const HOST_READ: &str = "remat.host_read";
 
 /// A scalar the host code needs from device memory (a loop counter, a dynamic offset): a
-/// kernel copies it into a pinned host buffer of its size (counted as host bytes), which the
-/// host then reads and frees. Launches are synchronous, so the value is there when read.
+/// kernel copies it into a pinned host buffer of its size (counted as staging bytes, apart
+/// from the plan's host bytes), which the host then reads and frees. Launches are
+/// synchronous, so the value is there when read.
 fn read_back(module: Op, load: Op) {
     let location = ir::location(load);
     let block = ir::op_block(load);
@@ -77,7 +82,7 @@ fn read_back(module: Op, load: Op) {
     let alloc = create_op("memref.alloc", location, &[], &[scalar_buffer], vec![]);
     set_segments(alloc, &[0, 0]);
     ir::insert_before(block, load, alloc);
-    crate::host_buffers::mark_host_allocation(module, alloc);
+    crate::host_buffers::mark_allocation(module, alloc, crate::host_buffers::STAGING_ALLOC_NEXT);
     let host = ir::results(alloc)[0];
     // The device load and a store into the host buffer, in a one-iteration loop (a kernel).
     let copy = create_op("memref.store", location, &[ir::results(load)[0], host], &[], vec![]);
@@ -205,10 +210,40 @@ fn wrap_range_in_single_iteration(first: Op, last: Op) {
 /// What `remat-gpu-check-host` did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CheckHostStats {
-    /// `memref.get_global` clones put into launch bodies.
+    /// `memref.get_global`s and views of them cloned into launch bodies.
     pub sunk_constants: usize,
     /// Kernels (`gpu.launch`) in the function.
     pub launches: usize,
+}
+
+/// Runs `remat-gpu-launch-stack` on `module` (LLVM dialect, launches not yet translated):
+/// brackets every `gpu.launch_func` outside its function's entry block with
+/// `llvm.intr.stacksave` / `llvm.intr.stackrestore`. Translating a launch allocates its
+/// argument arrays on the stack where the launch is; in the entry block that is part of the
+/// fixed frame, but elsewhere (a host loop over a dimension the GPU mapping left sequential)
+/// each iteration would take more stack until the step overflows it. Returns the launches
+/// bracketed.
+pub fn bound_launch_stack(module: Op) -> usize {
+    let launches: Vec<Op> =
+        ir::nested_ops(module).into_iter().filter(|&op| ir::op_name(op) == "gpu.launch_func").collect();
+    let mut bracketed = 0;
+    for launch in launches {
+        let block = ir::op_block(launch);
+        let entry = unsafe { mlirRegionGetFirstBlock(mlirBlockGetParentRegion(block)) };
+        if entry.ptr == block.ptr {
+            continue;
+        }
+        let location = ir::location(launch);
+        let context = unsafe { mlirOperationGetContext(launch) };
+        let pointer = unsafe { mlirTypeParseGet(context, ir::string_ref("!llvm.ptr")) };
+        let save = create_op("llvm.intr.stacksave", location, &[], &[pointer], vec![]);
+        ir::insert_before(block, launch, save);
+        let restore = create_op("llvm.intr.stackrestore", location, &[ir::results(save)[0]], &[], vec![]);
+        let after = ir::next_op(launch).expect("a launch is never a block's terminator");
+        ir::insert_before(block, after, restore);
+        bracketed += 1;
+    }
+    bracketed
 }
 
 /// Host ops that read or write buffer contents: none may be left outside a `gpu.launch`.
@@ -270,27 +305,69 @@ fn collect_host_ops(op: Op, out: &mut Vec<Op>, stats: &mut CheckHostStats) {
     }
 }
 
-/// Clones every `memref.get_global` defined outside `launch` and used inside it to the start
-/// of the launch body, and points the inside uses at the clone. Returns the number of clones.
+/// Views that keep their source's memory: a view of a global is the global's memory too.
+const VIEWS: [&str; 6] = [
+    "memref.subview",
+    "memref.reinterpret_cast",
+    "memref.expand_shape",
+    "memref.collapse_shape",
+    "memref.cast",
+    "memref.transpose",
+];
+
+/// Clones every `memref.get_global` defined outside `launch` and used inside it — directly or
+/// through a chain of views on the host (a slice of a constant table) — to the start of the
+/// launch body, and points the inside uses at the clones. Left outside, the kernel would be
+/// handed the address of the host's copy, which the device cannot read. Returns the number of
+/// ops cloned.
 fn sink_constants(launch: Op) -> usize {
     let Some(body) = ir::regions(launch).first().and_then(|&r| ir::blocks(r).first().copied()) else { return 0 };
     let inside: std::collections::HashSet<usize> =
         std::iter::once(launch).chain(ir::nested_ops(launch)).map(ir::op_key).collect();
+    // Clones go to the start of the body in the order made, each after the ones it reads.
+    let first = ir::block_ops(body)[0];
     let mut clones: HashMap<usize, Val> = HashMap::new();
     for op in ir::nested_ops(launch) {
         for (i, v) in ir::operands(op).into_iter().enumerate() {
-            let Some((def, _)) = ir::defining_op(v) else { continue };
-            if ir::op_name(def) != "memref.get_global" || inside.contains(&ir::op_key(def)) {
-                continue;
+            if let Some(clone) = sink_global_view(v, &inside, body, first, &mut clones) {
+                ir::set_operand(op, i, clone);
             }
-            let clone = *clones.entry(ir::value_key(v)).or_insert_with(|| {
-                let c = ir::clone_op(def);
-                let first = ir::block_ops(body)[0];
-                ir::insert_before(body, first, c);
-                ir::results(c)[0]
-            });
-            ir::set_operand(op, i, clone);
         }
     }
     clones.len()
+}
+
+/// The clone inside the launch of `v` when `v` is defined outside it as a global or a view of
+/// one (memoized in `clones`); `None` for anything else.
+fn sink_global_view(
+    v: Val,
+    inside: &std::collections::HashSet<usize>,
+    body: MlirBlock,
+    first: Op,
+    clones: &mut HashMap<usize, Val>,
+) -> Option<Val> {
+    let (def, index) = ir::defining_op(v)?;
+    if inside.contains(&ir::op_key(def)) {
+        return None;
+    }
+    if let Some(&clone) = clones.get(&ir::value_key(v)) {
+        return Some(clone);
+    }
+    let name = ir::op_name(def);
+    let source = if name == "memref.get_global" {
+        None
+    } else if VIEWS.contains(&name.as_str()) {
+        // Only the viewed buffer moves; offsets and sizes are host scalars the kernel receives.
+        Some(sink_global_view(*ir::operands(def).first()?, inside, body, first, clones)?)
+    } else {
+        return None;
+    };
+    let clone = ir::clone_op(def);
+    ir::insert_before(body, first, clone);
+    if let Some(source) = source {
+        ir::set_operand(clone, 0, source);
+    }
+    let result = ir::results(clone)[index];
+    clones.insert(ir::value_key(v), result);
+    Some(result)
 }

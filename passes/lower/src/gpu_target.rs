@@ -88,7 +88,8 @@ pub fn find_cuda_toolkit() -> Option<PathBuf> {
 ///    make `gpu.launch`es; constants move into them, and nothing else may touch memory on the
 ///    host (`remat-gpu-check-host`);
 /// 3. outline kernels, attach the NVVM target, lower kernels to NVVM and the host to LLVM (with
-///    the counting allocation functions, as on the CPU), serialize the kernels.
+///    the counting allocation functions, as on the CPU), bound the stack each launch takes
+///    (`remat-gpu-launch-stack`), serialize the kernels.
 pub fn gpu_pipeline(options: &GpuOptions) -> String {
     let format = match options.format {
         GpuFormat::Ptx => "isa",
@@ -100,7 +101,7 @@ pub fn gpu_pipeline(options: &GpuOptions) -> String {
 gpu-kernel-outlining,nvvm-attach-target{{chip={} O=3}},gpu.module(convert-gpu-to-nvvm),\
 expand-strided-metadata,lower-affine,convert-scf-to-cf,finalize-memref-to-llvm{{use-generic-functions=1}},\
 convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,gpu-to-llvm,reconcile-unrealized-casts,\
-gpu-module-to-binary{{format={format}{toolkit}}}",
+remat-gpu-launch-stack,gpu-module-to-binary{{format={format}{toolkit}}}",
         options.chip
     )
 }

@@ -18,6 +18,11 @@ use std::ffi::CString;
 /// The runtime function that marks the next allocation as host memory.
 pub const HOST_ALLOC_NEXT: &str = "remat_host_alloc_next";
 
+/// The runtime function that marks the next allocation as a staging buffer: pinned host
+/// memory through which the host reads a scalar (the GPU lowering's read-backs), counted apart
+/// from the plan's host bytes.
+pub const STAGING_ALLOC_NEXT: &str = "remat_staging_alloc_next";
+
 /// What the pass did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HostBufferStats {
@@ -66,10 +71,16 @@ pub fn mark_host_buffers(module: Op) -> HostBufferStats {
 /// Puts `func.call @remat_host_alloc_next()` right before `alloc` (declaring the function in
 /// `module` if needed), so the runtime allocates and counts it as host memory.
 pub(crate) fn mark_host_allocation(module: Op, alloc: Op) {
-    declare_runtime_function(module);
+    mark_allocation(module, alloc, HOST_ALLOC_NEXT);
+}
+
+/// Puts `func.call @<marker>()` right before `alloc` (declaring `marker` in `module` if
+/// needed): [`HOST_ALLOC_NEXT`] or [`STAGING_ALLOC_NEXT`].
+pub(crate) fn mark_allocation(module: Op, alloc: Op, marker: &str) {
+    declare_runtime_function(module, marker);
     let callee = unsafe {
         let ctx = mlirOperationGetContext(alloc);
-        let name = CString::new(HOST_ALLOC_NEXT).expect("no NUL");
+        let name = CString::new(marker).expect("no NUL");
         mlirFlatSymbolRefAttrGet(ctx, mlirStringRefCreateFromCString(name.as_ptr()))
     };
     let call = ir::create_op("func.call", &[], &[], &[("callee", callee)], ir::location(alloc));
@@ -144,17 +155,18 @@ fn retype_signature(func: Op) {
     }
 }
 
-/// `func.func private @remat_host_alloc_next()` at the top of `module`, unless it is there.
-fn declare_runtime_function(module: Op) {
+/// `func.func private @<name>()` at the top of `module`, unless it is there.
+fn declare_runtime_function(module: Op, name: &str) {
     let Some(body) = ir::regions(module).first().and_then(|r| ir::blocks(*r).first().copied()) else { return };
-    if ir::block_ops(body).iter().any(|&op| {
-        ir::op_name(op) == "func.func" && ir::string_attribute(op, "sym_name").as_deref() == Some(HOST_ALLOC_NEXT)
-    }) {
+    if ir::block_ops(body)
+        .iter()
+        .any(|&op| ir::op_name(op) == "func.func" && ir::string_attribute(op, "sym_name").as_deref() == Some(name))
+    {
         return;
     }
     unsafe {
         let ctx = mlirOperationGetContext(module);
-        let text = CString::new(format!("func.func private @{HOST_ALLOC_NEXT}()")).expect("no NUL");
+        let text = CString::new(format!("func.func private @{name}()")).expect("no NUL");
         let parsed = mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(text.as_ptr()));
         let declaration = mlirBlockGetFirstOperation(mlirModuleGetBody(parsed));
         let clone = mlirOperationClone(declaration);

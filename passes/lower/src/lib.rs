@@ -138,6 +138,7 @@ unsafe extern "C" {
         host_buffers: unsafe extern "C" fn(mlir_sys::MlirOperation) -> bool,
         gpu_parallelize: unsafe extern "C" fn(mlir_sys::MlirOperation) -> bool,
         gpu_check_host: unsafe extern "C" fn(mlir_sys::MlirOperation) -> bool,
+        gpu_launch_stack: unsafe extern "C" fn(mlir_sys::MlirOperation) -> bool,
     );
 }
 
@@ -200,6 +201,14 @@ unsafe extern "C" fn gpu_check_host_callback(op: mlir_sys::MlirOperation) -> boo
     })
 }
 
+unsafe extern "C" fn gpu_launch_stack_callback(op: mlir_sys::MlirOperation) -> bool {
+    guarded(op, "remat-gpu-launch-stack", || {
+        let bracketed = gpu::bound_launch_stack(op);
+        tracing::debug!(bracketed, "remat-gpu-launch-stack");
+        Ok(())
+    })
+}
+
 unsafe extern "C" fn lower_stablehlo_callback(op: mlir_sys::MlirOperation) -> bool {
     guarded(op, "remat-lower-stablehlo", || match stablehlo::lower_stablehlo(op) {
         Ok(stats) => {
@@ -221,7 +230,7 @@ unsafe extern "C" fn legalize_stablehlo_callback(op: mlir_sys::MlirOperation) ->
 
 /// Registers the remat lowering passes (`remat-place-deallocs`, `remat-lower-stablehlo`,
 /// `remat-legalize-stablehlo`,
-/// `remat-host-buffers`, `remat-gpu-parallelize`, `remat-gpu-check-host`), and every upstream pass the
+/// `remat-host-buffers`, `remat-gpu-parallelize`, `remat-gpu-check-host`, `remat-gpu-launch-stack`), and every upstream pass the
 /// pipelines name, in MLIR's global pass registry. Idempotent.
 pub fn register_lowering_passes() {
     static ONCE: std::sync::Once = std::sync::Once::new();
@@ -235,6 +244,7 @@ pub fn register_lowering_passes() {
                 host_buffers_callback,
                 gpu_parallelize_callback,
                 gpu_check_host_callback,
+                gpu_launch_stack_callback,
             )
         }
     });

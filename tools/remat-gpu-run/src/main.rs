@@ -64,6 +64,9 @@ struct Cli {
     json: bool,
 }
 
+/// The stack the step runs on (reserved, touched only as used).
+const STEP_STACK_BYTES: usize = 1 << 30;
+
 fn main() -> ExitCode {
     // A use the optimizer cannot see through, on top of `#[used]`, which only keeps the table
     // in the object file.
@@ -80,7 +83,21 @@ fn main() -> ExitCode {
         eprintln!("remat-gpu-run: error: {}", gpu::NO_DRIVER);
         return ExitCode::from(2);
     }
-    match run(&cli) {
+    // The step's host function keeps every launch's argument arrays in its frame (about 160
+    // bytes a launch): a step of 10^5 launches needs more than a main thread's 8 MiB.
+    let outcome = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("step".into())
+            .stack_size(STEP_STACK_BYTES)
+            .spawn_scoped(scope, || run(&cli))
+            .map(|thread| thread.join())
+    });
+    let result = match outcome {
+        Ok(Ok(result)) => result,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(e) => Err(vec![format!("cannot start the step's thread: {e}")]),
+    };
+    match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(lines) => {
@@ -333,6 +350,8 @@ fn report_json(
         "device_allocations": c.device_allocations,
         "host_peak_bytes": c.host_peak_bytes,
         "host_allocations": c.host_allocations,
+        "staging_peak_bytes": c.staging_peak_bytes,
+        "staging_allocations": c.staging_allocations,
         "driver_peak_bytes": c.driver_peak_bytes,
         "driver_peak_bytes_first_run": summary.driver_peak_bytes_first_run,
         "foreign_frees": c.foreign_frees,
@@ -391,6 +410,17 @@ fn report_text(
         rows.push((
             "host peak".into(),
             format!("{} ({}), {} host allocations", c.host_peak_bytes, human(c.host_peak_bytes), c.host_allocations),
+        ));
+    }
+    if c.staging_allocations > 0 {
+        rows.push((
+            "staging peak".into(),
+            format!(
+                "{} ({}), {} scalar reads staged on the host",
+                c.staging_peak_bytes,
+                human(c.staging_peak_bytes),
+                c.staging_allocations
+            ),
         ));
     }
     rows.push((
@@ -517,6 +547,8 @@ mod tests {
             "device_allocations",
             "host_peak_bytes",
             "host_allocations",
+            "staging_peak_bytes",
+            "staging_allocations",
             "driver_peak_bytes",
             "seconds_min",
             "seconds_median",

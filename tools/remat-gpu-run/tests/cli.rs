@@ -7,7 +7,7 @@ const RUNNER: &str = env!("CARGO_BIN_EXE_remat-gpu-run");
 
 /// The contract with `remat-opt --lower=gpu --emit=library`: the symbols a step library leaves
 /// undefined for the runner to provide.
-const CONTRACT: [&str; 24] = [
+const CONTRACT: [&str; 25] = [
     "mgpuModuleLoad",
     "mgpuModuleLoadJIT",
     "mgpuModuleUnload",
@@ -31,6 +31,7 @@ const CONTRACT: [&str; 24] = [
     "_mlir_memref_to_llvm_aligned_alloc",
     "_mlir_memref_to_llvm_free",
     "remat_host_alloc_next",
+    "remat_staging_alloc_next",
     "memrefCopy",
 ];
 

@@ -48,13 +48,14 @@ pub(crate) fn owns(ptr: u64) -> bool {
     lock(&LEDGER).owns(ptr as usize)
 }
 
-/// `remat_host_alloc_next`.
-pub(crate) fn mark_next_host() {
-    lock(&LEDGER).mark_next_host();
+/// `remat_host_alloc_next` (`Host`) or `remat_staging_alloc_next` (`Staging`).
+pub(crate) fn mark_next(kind: MemoryKind) {
+    lock(&LEDGER).mark_next(kind);
 }
 
 /// What lowered code allocates (`_mlir_memref_to_llvm_alloc`): a device buffer, or a host
-/// buffer if `remat_host_alloc_next` came just before. Null after a reported error.
+/// buffer if `remat_host_alloc_next` or `remat_staging_alloc_next` came just before. Null
+/// after a reported error.
 pub(crate) fn allocate(alignment: u64, size: u64) -> *mut u8 {
     let kind = lock(&LEDGER).take_next_kind();
     allocate_counted(kind, false, alignment, size)
@@ -154,7 +155,7 @@ unsafe fn obtain(kind: MemoryKind, managed: bool, size: u64) -> Option<(usize, D
             };
             ok.then_some((address as usize, DriverBlock::Device { base: address }))
         }
-        MemoryKind::Host => {
+        MemoryKind::Host | MemoryKind::Staging => {
             let mut host = std::ptr::null_mut();
             let flags = CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE;
             let call = format!("cuMemHostAlloc(&ptr, {bytes}, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE)");

@@ -1,6 +1,7 @@
 //! The C functions a step's shared library calls, by name: upstream MLIR's
 //! `CudaRuntimeWrappers.cpp` (modules, launches, streams, events, memory), and the counting
-//! allocator (`_mlir_memref_to_llvm_*`, `remat_host_alloc_next`, `memrefCopy`).
+//! allocator (`_mlir_memref_to_llvm_*`, `remat_host_alloc_next`, `remat_staging_alloc_next`,
+//! `memrefCopy`).
 //!
 //! A runner exports them from its executable (`-rdynamic`, and a use of [`EXPORTED_SYMBOLS`] so
 //! the linker keeps them), so the library's undefined symbols resolve to them at `dlopen`.
@@ -13,6 +14,7 @@
 
 use super::allocator;
 use super::driver::{driver_present, record_error, report, set_default_device, ScopedContext};
+use super::ledger::MemoryKind;
 use crate::error::RuntimeError;
 use crate::layout;
 use cudarc::driver::sys::{
@@ -349,7 +351,14 @@ pub extern "C" fn _mlir_memref_to_llvm_free(ptr: *mut u8) {
 /// `remat_host_alloc_next`: the next allocation is pinned host memory, counted as host bytes.
 #[no_mangle]
 pub extern "C" fn remat_host_alloc_next() {
-    allocator::mark_next_host();
+    allocator::mark_next(MemoryKind::Host);
+}
+
+/// `remat_staging_alloc_next`: the next allocation is pinned host memory through which the
+/// host reads a scalar, counted as staging bytes.
+#[no_mangle]
+pub extern "C" fn remat_staging_alloc_next() {
+    allocator::mark_next(MemoryKind::Staging);
 }
 
 /// An unranked memref as lowered code passes it: rank, then a pointer to the ranked
@@ -406,7 +415,7 @@ pub unsafe extern "C" fn memrefCopy(
 }
 
 /// Every function above, by C name: what a runner must export.
-pub static EXPORTED_SYMBOLS: [ExportedSymbol; 24] = [
+pub static EXPORTED_SYMBOLS: [ExportedSymbol; 25] = [
     ExportedSymbol { name: "mgpuModuleLoad", address: mgpuModuleLoad as *const () },
     ExportedSymbol { name: "mgpuModuleLoadJIT", address: mgpuModuleLoadJIT as *const () },
     ExportedSymbol { name: "mgpuModuleUnload", address: mgpuModuleUnload as *const () },
@@ -433,5 +442,6 @@ pub static EXPORTED_SYMBOLS: [ExportedSymbol; 24] = [
     },
     ExportedSymbol { name: "_mlir_memref_to_llvm_free", address: _mlir_memref_to_llvm_free as *const () },
     ExportedSymbol { name: "remat_host_alloc_next", address: remat_host_alloc_next as *const () },
+    ExportedSymbol { name: "remat_staging_alloc_next", address: remat_staging_alloc_next as *const () },
     ExportedSymbol { name: "memrefCopy", address: memrefCopy as *const () },
 ];

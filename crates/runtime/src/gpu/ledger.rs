@@ -5,7 +5,9 @@
 use std::collections::HashMap;
 
 /// What the counters saw since the last reset. Device bytes are what the memory model calls
-/// peak memory; host bytes are the offloaded copies (`remat_host_alloc_next`), apart.
+/// peak memory; host bytes are the offloaded copies (`remat_host_alloc_next`), apart; staging
+/// bytes are the pinned buffers through which the host reads a scalar it needs
+/// (`remat_staging_alloc_next`), which the memory model leaves out.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GpuCounts {
     /// Device bytes allocated and not freed (exact requested sizes).
@@ -22,6 +24,12 @@ pub struct GpuCounts {
     pub host_peak_bytes: u64,
     /// Number of pinned host allocations.
     pub host_allocations: u64,
+    /// Pinned staging bytes allocated and not freed.
+    pub staging_live_bytes: u64,
+    /// The most `staging_live_bytes` ever were.
+    pub staging_peak_bytes: u64,
+    /// Number of staging allocations.
+    pub staging_allocations: u64,
     /// The most device memory the driver reported in use beyond what was in use at the reset,
     /// sampled at every allocation: the counted bytes plus the driver's rounding and anything
     /// else the step made the driver allocate (and anything other processes allocated).
@@ -34,7 +42,10 @@ pub struct GpuCounts {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MemoryKind {
     Device,
+    /// An offloaded copy (memory space 1): the plan's host bytes.
     Host,
+    /// A scalar the host reads, staged in pinned memory: outside the plan.
+    Staging,
 }
 
 /// One live allocation. `backing` is whatever the allocator needs to release it.
@@ -54,7 +65,7 @@ struct Block<B> {
 pub struct Ledger<B> {
     counts: GpuCounts,
     blocks: HashMap<usize, Block<B>>,
-    next_is_host: bool,
+    next_kind: Option<MemoryKind>,
     generation: u64,
     driver_baseline: u64,
 }
@@ -64,7 +75,7 @@ impl<B> Default for Ledger<B> {
         Ledger {
             counts: GpuCounts::default(),
             blocks: HashMap::new(),
-            next_is_host: false,
+            next_kind: None,
             generation: 0,
             driver_baseline: 0,
         }
@@ -74,26 +85,24 @@ impl<B> Default for Ledger<B> {
 impl<B> Ledger<B> {
     /// Forgets the counts. Live blocks stay known (they can still be freed) but no longer
     /// count. `driver_used` is the driver's `total - free` now: later samples are measured
-    /// from it. A pending `remat_host_alloc_next` is dropped: it belonged to an earlier run.
+    /// from it. A pending `remat_host_alloc_next` (or staging mark) is dropped: it belonged to
+    /// an earlier run.
     pub fn reset(&mut self, driver_used: u64) {
         self.counts = GpuCounts::default();
         self.generation += 1;
-        self.next_is_host = false;
+        self.next_kind = None;
         self.driver_baseline = driver_used;
     }
 
-    /// `remat_host_alloc_next`: the next allocation is a host buffer.
-    pub fn mark_next_host(&mut self) {
-        self.next_is_host = true;
+    /// `remat_host_alloc_next` (`Host`) or `remat_staging_alloc_next` (`Staging`): the kind of
+    /// the next allocation.
+    pub fn mark_next(&mut self, kind: MemoryKind) {
+        self.next_kind = Some(kind);
     }
 
-    /// The kind of the allocation about to be made; consumes a pending host mark.
+    /// The kind of the allocation about to be made; consumes a pending mark.
     pub fn take_next_kind(&mut self) -> MemoryKind {
-        if std::mem::take(&mut self.next_is_host) {
-            MemoryKind::Host
-        } else {
-            MemoryKind::Device
-        }
+        self.next_kind.take().unwrap_or(MemoryKind::Device)
     }
 
     /// Records a new block of `bytes` (the requested size) at `ptr`.
@@ -109,6 +118,11 @@ impl<B> Ledger<B> {
                 c.host_allocations += 1;
                 c.host_live_bytes += bytes;
                 c.host_peak_bytes = c.host_peak_bytes.max(c.host_live_bytes);
+            }
+            MemoryKind::Staging => {
+                c.staging_allocations += 1;
+                c.staging_live_bytes += bytes;
+                c.staging_peak_bytes = c.staging_peak_bytes.max(c.staging_live_bytes);
             }
         }
         self.blocks.insert(ptr, Block { bytes, kind, generation: self.generation, backing });
@@ -128,6 +142,7 @@ impl<B> Ledger<B> {
                 self.counts.device_live_bytes -= bytes;
             }
             MemoryKind::Host => self.counts.host_live_bytes -= bytes,
+            MemoryKind::Staging => self.counts.staging_live_bytes -= bytes,
         }
         Some(block.backing)
     }
@@ -172,7 +187,7 @@ mod tests {
         let mut ledger = Ledger::<()>::default();
         ledger.reset(0);
         assert_eq!(ledger.take_next_kind(), MemoryKind::Device);
-        ledger.mark_next_host();
+        ledger.mark_next(MemoryKind::Host);
         let kind = ledger.take_next_kind();
         assert_eq!(kind, MemoryKind::Host);
         ledger.record_allocation(0x10, 40, kind, ());
@@ -187,9 +202,30 @@ mod tests {
         let c = ledger.counts();
         assert_eq!((c.device_live_bytes, c.host_live_bytes, c.host_peak_bytes, c.device_frees), (0, 0, 40, 1));
         // A mark left over from an earlier run does not leak into the next one.
-        ledger.mark_next_host();
+        ledger.mark_next(MemoryKind::Host);
         ledger.reset(0);
         assert_eq!(ledger.take_next_kind(), MemoryKind::Device);
+    }
+
+    #[test]
+    fn staging_is_counted_apart_from_device_and_host_bytes() {
+        let mut ledger = Ledger::<()>::default();
+        ledger.reset(0);
+        ledger.mark_next(MemoryKind::Host);
+        let kind = ledger.take_next_kind();
+        ledger.record_allocation(0x10, 40, kind, ());
+        ledger.mark_next(MemoryKind::Staging);
+        let kind = ledger.take_next_kind();
+        assert_eq!(kind, MemoryKind::Staging);
+        ledger.record_allocation(0x20, 4, kind, ());
+        let kind = ledger.take_next_kind();
+        assert_eq!(kind, MemoryKind::Device);
+        ledger.record_allocation(0x30, 8, kind, ());
+        let c = ledger.counts();
+        assert_eq!((c.device_peak_bytes, c.host_peak_bytes, c.staging_peak_bytes), (8, 40, 4));
+        assert_eq!((c.device_allocations, c.host_allocations, c.staging_allocations), (1, 1, 1));
+        ledger.record_free(0x20);
+        assert_eq!((ledger.counts().staging_live_bytes, ledger.counts().staging_peak_bytes), (0, 4));
     }
 
     #[test]
@@ -210,7 +246,7 @@ mod tests {
         let mut ledger = Ledger::<()>::default();
         ledger.reset(0);
         ledger.record_allocation(0x100, 1000, MemoryKind::Device, ());
-        ledger.mark_next_host();
+        ledger.mark_next(MemoryKind::Host);
         let kind = ledger.take_next_kind();
         ledger.record_allocation(0x200, 500, kind, ());
         ledger.reset(0);
