@@ -4,9 +4,12 @@
 //! last — each measured as [`plan_within_budget`](crate::plan_within_budget) measures a plan
 //! (simulated after polishing), through [`measure_plan`]. The time limit
 //! ([`PlannerOptions::auto_time_limit`](crate::PlannerOptions::auto_time_limit), or the
-//! request's own deadline if sooner) is every strategy's [`Deadline`]: one that runs into it
-//! stops with its best plan so far, and strategies after it are skipped with a note (the
-//! first, `none`, always runs, so there is always a plan).
+//! request's own deadline if sooner) is shared: each strategy's [`Deadline`] is an equal share
+//! of the time left for it and those after it, so one that is slow on a graph cannot starve the
+//! rest (what it leaves unused goes to those after it; the ILP, last, gets all that remains).
+//! One that runs into its deadline stops with its best plan so far; once the whole limit is
+//! spent, the strategies after it are skipped with a note (the first, `none`, always runs, so
+//! there is always a plan).
 //!
 //! The choice, over the strategies that produced a plan:
 //! * with a budget, the cheapest plan within it (ties: the lower peak, then the earlier
@@ -153,7 +156,8 @@ impl Planner for AutoRemat {
         options.deadline = options.deadline.min(Deadline::after(limit));
         let mut rows = Vec::new();
         let mut plans = Vec::new();
-        for planner in STRATEGIES.iter().copied().filter(|p| p.name() != self.name()) {
+        let planners: Vec<&dyn Planner> = STRATEGIES.iter().copied().filter(|p| p.name() != self.name()).collect();
+        for (index, &planner) in planners.iter().enumerate() {
             // The first strategy (the baseline) always runs, so there is always a plan.
             if options.deadline.expired() && !rows.is_empty() {
                 let time_limit = if request.options.deadline.expired() { request.options.time_limit } else { limit };
@@ -162,7 +166,8 @@ impl Planner for AutoRemat {
                 plans.push(None);
                 continue;
             }
-            let (row, plan) = candidate(planner, request.graph, request.order, request.budget, &options);
+            let share = fair_share(&options, planners.len() - index);
+            let (row, plan) = candidate(planner, request.graph, request.order, request.budget, &share);
             rows.push(row);
             plans.push(plan);
         }
@@ -183,6 +188,18 @@ impl Planner for AutoRemat {
         let stop = if cut_short { StopReason::TimeLimit { gap: None } } else { plan.details.stop };
         Ok((plan.schedule, PlanDetails { stop, comparison: rows, ..plan.details }))
     }
+}
+
+/// The options for one of the `left` strategies still to run: its deadline is an equal share
+/// of the time left, so a strategy that is slow on this graph (TWRemat on a large one) cannot
+/// starve the ones after it; what a strategy leaves unused goes to those after it, and the
+/// last (the ILP) gets all that remains.
+fn fair_share(options: &PlannerOptions, left: usize) -> PlannerOptions {
+    let mut share = options.clone();
+    if let Some(remaining) = options.deadline.remaining() {
+        share.deadline = options.deadline.min(Deadline::after(remaining / left.max(1) as f64));
+    }
+    share
 }
 
 /// Orders two rows that have plans, better first ([`compare_plans`]); equal rows keep
@@ -214,6 +231,18 @@ pub(crate) fn smallest_feasible_budget(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_strategy_gets_an_equal_share_of_the_time_left() {
+        let options = PlannerOptions { deadline: Deadline::after(80.0), ..PlannerOptions::default() };
+        let share = fair_share(&options, 8).deadline.remaining().unwrap();
+        assert!(share > 9.0 && share <= 10.0, "{share}");
+        // The last strategy gets all that remains; without a deadline there is none to share.
+        let last = fair_share(&options, 1).deadline.remaining().unwrap();
+        assert!(last > 79.0 && last <= 80.0, "{last}");
+        assert!(fair_share(&PlannerOptions::default(), 8).deadline.remaining().is_none());
+    }
+
     use crate::{plan_within_budget, PlanFailure};
     use remat_graph::{simulate, GraphBuilder, NodeSpec};
 
