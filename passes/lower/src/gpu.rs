@@ -226,6 +226,7 @@ pub struct CheckHostStats {
 pub fn bound_launch_stack(module: Op) -> usize {
     let launches: Vec<Op> =
         ir::nested_ops(module).into_iter().filter(|&op| ir::op_name(op) == "gpu.launch_func").collect();
+    let pointer = unsafe { mlirTypeParseGet(mlirOperationGetContext(module), ir::string_ref("!llvm.ptr")) };
     let mut bracketed = 0;
     for launch in launches {
         let block = ir::op_block(launch);
@@ -234,8 +235,6 @@ pub fn bound_launch_stack(module: Op) -> usize {
             continue;
         }
         let location = ir::location(launch);
-        let context = unsafe { mlirOperationGetContext(launch) };
-        let pointer = unsafe { mlirTypeParseGet(context, ir::string_ref("!llvm.ptr")) };
         let save = create_op("llvm.intr.stacksave", location, &[], &[pointer], vec![]);
         ir::insert_before(block, launch, save);
         let restore = create_op("llvm.intr.stackrestore", location, &[ir::results(save)[0]], &[], vec![]);
