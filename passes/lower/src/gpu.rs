@@ -15,7 +15,8 @@
 //!   every `memref.get_global` a launch reads into the launch body, so `gpu-kernel-outlining`
 //!   copies the constant into the kernel module (device memory, not a host pointer); then
 //!   rejects, with a diagnostic at the op, anything left on the host that would touch device
-//!   memory. A view of a constant (a slice of a table) moves into the launch with it.
+//!   memory. A view of a constant (a slice of a table) moves into the launch with it; a
+//!   constant a launch would reach through any other op is an error there.
 //! * `remat-gpu-launch-stack` (on the module, after `gpu-to-llvm`): brackets each launch in a
 //!   host loop with `llvm.intr.stacksave`/`stackrestore`, so the stack its argument arrays
 //!   take is freed after it.
@@ -265,6 +266,9 @@ pub fn check_host(func: Op) -> Result<CheckHostStats, OpError> {
     let mut stats = CheckHostStats::default();
     let mut host_ops = Vec::new();
     collect_host_ops(func, &mut host_ops, &mut stats);
+    for launch in ir::nested_ops(func).into_iter().filter(|&op| ir::op_name(op) == "gpu.launch") {
+        reject_host_constants(launch)?;
+    }
     for op in host_ops {
         let name = ir::op_name(op);
         if touches_memory(&name) && !reads_host_constant(op) && ir::attribute(op, HOST_READ).is_none() {
@@ -275,6 +279,42 @@ pub fn check_host(func: Op) -> Result<CheckHostStats, OpError> {
         }
     }
     Ok(stats)
+}
+
+/// After sinking, a launch that still reads a value the host derives from a global, through an
+/// op that is not one of [`VIEWS`], would be handed the host's copy: an error at that op
+/// rather than a kernel that faults on the device.
+fn reject_host_constants(launch: Op) -> Result<(), OpError> {
+    let inside: std::collections::HashSet<usize> =
+        std::iter::once(launch).chain(ir::nested_ops(launch)).map(ir::op_key).collect();
+    for op in ir::nested_ops(launch) {
+        for v in ir::operands(op) {
+            let mut value = v;
+            // Buffers only: a scalar the host loaded from a constant is the value itself.
+            while let Some((def, _)) = ir::defining_op(value).filter(|_| ir::is_memref(ir::value_type(value))) {
+                if inside.contains(&ir::op_key(def)) {
+                    break;
+                }
+                let name = ir::op_name(def);
+                if name == "memref.get_global" {
+                    let via = ir::defining_op(v).map(|(d, _)| d).unwrap_or(def);
+                    return Err(error_at(
+                        via,
+                        format!(
+                            "'{}' of a constant would give a kernel the host's copy: only the global and its views ({}) move into a launch",
+                            ir::op_name(via),
+                            VIEWS.join(", ")
+                        ),
+                    ));
+                }
+                match ir::operands(def).first() {
+                    Some(&source) if ir::is_memref(ir::value_type(source)) => value = source,
+                    _ => break,
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A `memref.load` from a `memref.get_global` on the host reads host memory (the global the
