@@ -24,7 +24,7 @@
 use crate::stablehlo::{create_op, error_at, set_segments, OpError};
 use mlir_sys::*;
 use remat_mlir::ir::{self, Op, Val};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// What `remat-gpu-parallelize` did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -285,8 +285,7 @@ pub fn check_host(func: Op) -> Result<CheckHostStats, OpError> {
 /// op that is not one of [`VIEWS`], would be handed the host's copy: an error at that op
 /// rather than a kernel that faults on the device.
 fn reject_host_constants(launch: Op) -> Result<(), OpError> {
-    let inside: std::collections::HashSet<usize> =
-        std::iter::once(launch).chain(ir::nested_ops(launch)).map(ir::op_key).collect();
+    let inside = ops_within(launch);
     for op in ir::nested_ops(launch) {
         for v in ir::operands(op) {
             let mut value = v;
@@ -344,6 +343,11 @@ fn collect_host_ops(op: Op, out: &mut Vec<Op>, stats: &mut CheckHostStats) {
     }
 }
 
+/// The keys of `launch` and every op nested in it.
+fn ops_within(launch: Op) -> HashSet<usize> {
+    std::iter::once(launch).chain(ir::nested_ops(launch)).map(ir::op_key).collect()
+}
+
 /// Views that keep their source's memory: a view of a global is the global's memory too.
 const VIEWS: [&str; 6] = [
     "memref.subview",
@@ -361,8 +365,7 @@ const VIEWS: [&str; 6] = [
 /// ops cloned.
 fn sink_constants(launch: Op) -> usize {
     let Some(body) = ir::regions(launch).first().and_then(|&r| ir::blocks(r).first().copied()) else { return 0 };
-    let inside: std::collections::HashSet<usize> =
-        std::iter::once(launch).chain(ir::nested_ops(launch)).map(ir::op_key).collect();
+    let inside = ops_within(launch);
     // Clones go to the start of the body in the order made, each after the ones it reads.
     let first = ir::block_ops(body)[0];
     let mut clones: HashMap<usize, Val> = HashMap::new();
@@ -380,7 +383,7 @@ fn sink_constants(launch: Op) -> usize {
 /// one (memoized in `clones`); `None` for anything else.
 fn sink_global_view(
     v: Val,
-    inside: &std::collections::HashSet<usize>,
+    inside: &HashSet<usize>,
     body: MlirBlock,
     first: Op,
     clones: &mut HashMap<usize, Val>,
