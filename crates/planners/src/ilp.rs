@@ -11,9 +11,10 @@ mod formulation;
 mod model;
 mod rounding;
 
+use crate::polish::polish_until;
 use crate::{
-    compare_plans, finish, FallbackCause, InvalidRequest, NoPlanCause, PlanDetails, PlanError, PlanRequest, Planner,
-    StopReason, StrategyFacts,
+    compare_plans, finish, Deadline, FallbackCause, InvalidRequest, NoPlanCause, PlanDetails, PlanError, PlanRequest,
+    Planner, StopReason, StrategyFacts,
 };
 use formulation::{Formulation, Goal, Problem, Stages};
 use model::Outcome;
@@ -198,6 +199,12 @@ pub const ONE_NODE_STAGES: usize = 120;
 pub const MAX_FIXED_STAGES: usize = 60;
 /// Up to this many nodes the default method is the MILP; above, LP rounding.
 pub const MILP_NODES: usize = 300;
+
+/// The most relaxations LP rounding solves for one plan ([`IlpRemat`]'s `round`).
+pub const ROUNDING_SOLVES: usize = 6;
+/// The first lower relaxation's budget is at least 1/this of the plan's budget below the
+/// last (doubling with each further solve).
+pub const MIN_ROUNDING_STEP: u64 = 100;
 
 /// The strategies whose plans seed the solver, cheapest first after polishing.
 const WARM_STARTS: &[&str] = &["none", "greedy", "treewidth", "pathwidth", "acg", "chain", "hierarchical"];
@@ -700,32 +707,70 @@ impl<'r> Solve<'r> {
     }
 
     /// Checkmate's §5 approximation: the LP relaxation, rounded.
+    /// Checkmate's LP relaxation with two-phase rounding (Jain et al., §5). A rounded plan
+    /// may exceed the budget the LP was solved at (rounding keeps more than the relaxation
+    /// paid for), so when no candidate fits, the relaxation is solved again at a lower budget —
+    /// scaled by how far the least-peak candidate overshot, and lower by at least
+    /// 1/[`MIN_ROUNDING_STEP`] of the budget, doubled at each solve — while the time limit leaves room for another solve, at
+    /// most [`ROUNDING_SOLVES`] solves in all. Candidates are measured polished, as the plan
+    /// will be. The bound reported is the first relaxation's, the only one solved at the
+    /// budget itself.
     fn round(&self, stages: Stages, budget: Option<u64>) -> Result<(Schedule, Certificate), PlanError> {
         let stages = if stages.order == StageOrder::Fixed { stages } else { Stages::fixed(self.problem.len(), 1) };
         let target = budget.unwrap_or_else(|| self.heuristics.iter().map(|h| h.peak).min().unwrap_or(u64::MAX));
-        let f = Formulation::build(&self.problem, stages, Goal::Cost { budget: target });
-        let lp = self.solve(&f, true, None)?;
-        let candidates = match lp.outcome {
-            Outcome::Optimal => rounding::candidates(&f, &lp.values, self.request.options.ilp.seed),
-            Outcome::Infeasible => {
-                return Err(PlanError::NoPlan { strategy: "ilp", why: NoPlanCause::InfeasibleRelaxation })
-            }
-            Outcome::TimeLimit | Outcome::NoSolution => return self.unsolved_relaxation(&f, &lp),
-        };
         let graph = self.request.graph;
+        let floor = remat_graph::lower_bound(graph);
+        let mut lp_budget = target;
+        let mut first: Option<(f64, f64, (usize, usize))> = None;
         let mut best: Option<(u64, f64, Schedule)> = None;
-        for schedule in candidates {
-            let Ok(sim) = simulate(graph, &schedule) else { continue };
-            let better =
-                |b: &(u64, f64, Schedule)| compare_plans((sim.peak_bytes, sim.cost), (b.0, b.1), Some(target)).is_lt();
-            if best.as_ref().is_none_or(better) {
-                best = Some((sim.peak_bytes, sim.cost, schedule));
+        for solve in 0..ROUNDING_SOLVES {
+            let f = Formulation::build(&self.problem, stages.clone(), Goal::Cost { budget: lp_budget });
+            let lp = self.solve(&f, true, None)?;
+            let candidates = match (lp.outcome, solve) {
+                (Outcome::Optimal, _) => rounding::candidates(&f, &lp.values, self.request.options.ilp.seed),
+                (Outcome::Infeasible, 0) => {
+                    return Err(PlanError::NoPlan { strategy: "ilp", why: NoPlanCause::InfeasibleRelaxation })
+                }
+                (Outcome::TimeLimit | Outcome::NoSolution, 0) => return self.unsolved_relaxation(&f, &lp),
+                // A lower budget the relaxation cannot meet, or out of time: keep what we have.
+                _ => break,
+            };
+            if solve == 0 {
+                first = Some((
+                    lp.objective * self.problem.cost_scale,
+                    lp.seconds,
+                    (f.model.columns.len(), f.model.rows.len()),
+                ));
             }
+            for schedule in candidates {
+                let (schedule, _) = polish_until(graph, &schedule, target, Deadline::after(self.remaining()));
+                let Ok(sim) = simulate(graph, &schedule) else { continue };
+                let better = |b: &(u64, f64, Schedule)| {
+                    compare_plans((sim.peak_bytes, sim.cost), (b.0, b.1), Some(target)).is_lt()
+                };
+                if best.as_ref().is_none_or(better) {
+                    best = Some((sim.peak_bytes, sim.cost, schedule));
+                }
+            }
+            let Some(&(peak, ..)) = best.as_ref() else { break };
+            if peak <= target || self.remaining() < 1.5 * lp.seconds {
+                break;
+            }
+            // The overshoot often stays where it is while the relaxation's budget falls a little
+            // (rounding keeps the same values), so the least step doubles with each solve.
+            let scaled = (lp_budget as f64 * target as f64 / peak as f64) as u64;
+            let step = (target / MIN_ROUNDING_STEP).max(1) << solve;
+            let next = scaled.min(lp_budget.saturating_sub(step));
+            if next < floor {
+                break;
+            }
+            tracing::debug!(lp_budget, peak, next, "ilp: no rounding fits; the relaxation again at a lower budget");
+            lp_budget = next;
         }
         let Some((_, cost, schedule)) = best else {
             return Err(PlanError::NoPlan { strategy: "ilp", why: NoPlanCause::NoValidRounding });
         };
-        let lp_bound = lp.objective * self.problem.cost_scale;
+        let (lp_bound, seconds, size) = first.expect("the first relaxation was solved");
         Ok((
             schedule,
             Certificate {
@@ -737,9 +782,9 @@ impl<'r> Solve<'r> {
                 gap: if cost > 0.0 { ((cost - lp_bound) / cost).max(0.0) } else { 0.0 },
                 lp_bound: Some(lp_bound),
                 smallest_feasible_budget: None,
-                size: (f.model.columns.len(), f.model.rows.len()),
+                size,
                 warm_start: None,
-                solve_seconds: lp.seconds,
+                solve_seconds: seconds,
             },
         ))
     }
