@@ -706,26 +706,30 @@ impl<'r> Solve<'r> {
         Ok((h.schedule.clone(), h.fallback_certificate(f, f64::NAN, f64::NAN, None, lp.seconds)))
     }
 
-    /// Checkmate's §5 approximation: the LP relaxation, rounded.
     /// Checkmate's LP relaxation with two-phase rounding (Jain et al., §5). A rounded plan
     /// may exceed the budget the LP was solved at (rounding keeps more than the relaxation
     /// paid for), so when no candidate fits, the relaxation is solved again at a lower budget —
     /// scaled by how far the least-peak candidate overshot, and lower by at least
-    /// 1/[`MIN_ROUNDING_STEP`] of the budget, doubled at each solve — while the time limit leaves room for another solve, at
-    /// most [`ROUNDING_SOLVES`] solves in all. Candidates are measured polished, as the plan
-    /// will be. The bound reported is the first relaxation's, the only one solved at the
-    /// budget itself.
+    /// 1/[`MIN_ROUNDING_STEP`] of the budget, doubled at each solve — while the time limit
+    /// leaves room for another solve, at most [`ROUNDING_SOLVES`] solves in all. Candidates are
+    /// measured polished, as the plan will be. The bound reported is the first relaxation's,
+    /// the only one solved at the budget itself.
     fn round(&self, stages: Stages, budget: Option<u64>) -> Result<(Schedule, Certificate), PlanError> {
         let stages = if stages.order == StageOrder::Fixed { stages } else { Stages::fixed(self.problem.len(), 1) };
         let target = budget.unwrap_or_else(|| self.heuristics.iter().map(|h| h.peak).min().unwrap_or(u64::MAX));
         let graph = self.request.graph;
         let floor = remat_graph::lower_bound(graph);
         let mut lp_budget = target;
-        let mut first: Option<(f64, f64, (usize, usize))> = None;
+        // The first relaxation's bound and model size.
+        let mut first: Option<(f64, (usize, usize))> = None;
         let mut best: Option<(u64, f64, Schedule)> = None;
         for solve in 0..ROUNDING_SOLVES {
             let f = Formulation::build(&self.problem, stages.clone(), Goal::Cost { budget: lp_budget });
-            let lp = self.solve(&f, true, None)?;
+            let lp = match self.solve(&f, true, None) {
+                Ok(lp) => lp,
+                Err(e) if solve == 0 => return Err(e),
+                Err(_) => break,
+            };
             let candidates = match (lp.outcome, solve) {
                 (Outcome::Optimal, _) => rounding::candidates(&f, &lp.values, self.request.options.ilp.seed),
                 (Outcome::Infeasible, 0) => {
@@ -736,11 +740,7 @@ impl<'r> Solve<'r> {
                 _ => break,
             };
             if solve == 0 {
-                first = Some((
-                    lp.objective * self.problem.cost_scale,
-                    lp.seconds,
-                    (f.model.columns.len(), f.model.rows.len()),
-                ));
+                first = Some((lp.objective * self.problem.cost_scale, (f.model.columns.len(), f.model.rows.len())));
             }
             for schedule in candidates {
                 let (schedule, _) = polish_until(graph, &schedule, target, Deadline::after(self.remaining()));
@@ -770,7 +770,7 @@ impl<'r> Solve<'r> {
         let Some((_, cost, schedule)) = best else {
             return Err(PlanError::NoPlan { strategy: "ilp", why: NoPlanCause::NoValidRounding });
         };
-        let (lp_bound, seconds, size) = first.expect("the first relaxation was solved");
+        let (lp_bound, size) = first.expect("a candidate implies the first relaxation was solved");
         Ok((
             schedule,
             Certificate {
@@ -784,7 +784,7 @@ impl<'r> Solve<'r> {
                 smallest_feasible_budget: None,
                 size,
                 warm_start: None,
-                solve_seconds: seconds,
+                solve_seconds: self.started.elapsed().as_secs_f64(),
             },
         ))
     }
