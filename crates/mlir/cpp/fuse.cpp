@@ -148,7 +148,15 @@ linalg::GenericOp fusePadded(IRRewriter &rewriter, linalg::GenericOp consumer, V
   // Index constants go before the op (captured, free); a dimension the source
   // fills whole (offset 0, stride 1, full size) needs no test at all.
   auto resultShape = cast<RankedTensorType>(value.getType()).getShape();
+  // One constant per value in the function: an earlier one in the block is reused (each is
+  // a node of the graph, though one without bytes or cost).
   auto constant = [&](int64_t v) -> Value {
+    for (Operation &op : *fused->getBlock()) {
+      if (&op == fused.getOperation())
+        break;
+      if (auto c = dyn_cast<arith::ConstantIndexOp>(&op); c && c.value() == v)
+        return c;
+    }
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPoint(fused);
     return arith::ConstantIndexOp::create(rewriter, loc, v);
