@@ -10,9 +10,7 @@
 //! indexing map is a permutation of all its loops: fused, the consumer computes each producer
 //! element exactly once (never inside a contraction or a broadcast, where it would compute it
 //! many times). A producer with other users is cloned for the consumer (`cpp/fuse.cpp`): its
-//! work is recomputed there, and the consumer no longer keeps its result alive. A padded tensor
-//! (`tensor.pad`, or `tensor.insert_slice` into a fill) qualifies as a producer on the same
-//! terms: the consumer computes each padded element from the source (`cpp/fuse.cpp`).
+//! work is recomputed there, and the consumer no longer keeps its result alive.
 
 use crate::import::ImportedFunction;
 use crate::{ir, ImportOptions, MlirError};
@@ -45,17 +43,6 @@ fn generic(imported: &ImportedFunction, node: NodeId) -> Option<mlir_sys::MlirOp
     imported.mains.get(node.index()).copied().flatten().filter(|&op| ir::op_name(op) == "linalg.generic")
 }
 
-/// The op of a node that may be a producer: an elementwise generic, or a padded tensor
-/// (`tensor.pad`, or `tensor.insert_slice` into a fill) whose consumer computes its elements.
-fn producer_op(imported: &ImportedFunction, node: NodeId) -> Option<mlir_sys::MlirOperation> {
-    imported
-        .mains
-        .get(node.index())
-        .copied()
-        .flatten()
-        .filter(|&op| matches!(ir::op_name(op).as_str(), "linalg.generic" | "tensor.pad" | "tensor.insert_slice"))
-}
-
 /// Every fusable pair of `imported`'s graph, consumers in order, each consumer's producers in
 /// the order of its operands.
 pub fn fusion_candidates(imported: &ImportedFunction) -> Vec<FusionPair> {
@@ -64,7 +51,7 @@ pub fn fusion_candidates(imported: &ImportedFunction) -> Vec<FusionPair> {
     for &consumer in &imported.order {
         let Some(consumer_op) = generic(imported, consumer) else { continue };
         for &producer in graph.preds(consumer) {
-            let Some(producer_op) = producer_op(imported, producer) else { continue };
+            let Some(producer_op) = generic(imported, producer) else { continue };
             let [result] = ir::results(producer_op)[..] else { continue };
             if unsafe { rematCanFuse(consumer_op, result) } {
                 pairs.push(FusionPair { producer, consumer });

@@ -145,38 +145,9 @@ fn shape_of(v: ir::Val) -> Vec<u64> {
     ir::tensor_shape(ir::value_type(v)).unwrap_or_default()
 }
 
-/// Scalar ops in a region op's body, each counted once per iteration — except address
-/// arithmetic: the `index` and `i1` values computed from `linalg.index` results and constants
-/// alone (where a fused padded read looks its element up), which compilers fold into loop
-/// bounds and addressing rather than executing per element as data work. `linalg.index` and
-/// constants themselves count, as they always have.
 fn body_op_count(op: Op) -> f64 {
-    let mut address: std::collections::HashSet<*const std::ffi::c_void> = std::collections::HashSet::new();
-    let is_address_type = |v: ir::Val| matches!(ir::type_text(ir::value_type(v)).as_str(), "index" | "i1");
-    let mut work = 0usize;
-    for o in ir::nested_ops(op) {
-        let name = ir::op_name(o);
-        if PURE_TERMINATORS.contains(&name.as_str()) {
-            continue;
-        }
-        let results = ir::results(o);
-        let operands = ir::operands(o);
-        if operands.is_empty() {
-            // `linalg.index` or a constant: counted; its results may feed addresses.
-            work += 1;
-            address.extend(results.iter().filter(|&&r| is_address_type(r)).map(|r| r.ptr));
-            continue;
-        }
-        let constant = |v: &ir::Val| ir::defining_op(*v).is_some_and(|(d, _)| is_constant(&ir::op_name(d)));
-        let from_indices = !results.is_empty()
-            && results.iter().all(|&r| is_address_type(r))
-            && operands.iter().all(|v| address.contains(&v.ptr) || constant(v));
-        if from_indices {
-            address.extend(results.iter().map(|r| r.ptr));
-        } else {
-            work += 1;
-        }
-    }
+    let nested = ir::nested_ops(op);
+    let work = nested.iter().filter(|&&o| !PURE_TERMINATORS.contains(&ir::op_name(o).as_str())).count();
     work.max(1) as f64
 }
 
