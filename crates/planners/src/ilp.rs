@@ -11,10 +11,9 @@ mod formulation;
 mod model;
 mod rounding;
 
-use crate::polish::polish_until;
 use crate::{
-    compare_plans, finish, Deadline, FallbackCause, InvalidRequest, NoPlanCause, PlanDetails, PlanError, PlanRequest,
-    Planner, StopReason, StrategyFacts,
+    compare_plans, finish, FallbackCause, InvalidRequest, NoPlanCause, PlanDetails, PlanError, PlanRequest, Planner,
+    StopReason, StrategyFacts,
 };
 use formulation::{Formulation, Goal, Problem, Stages};
 use model::Outcome;
@@ -712,8 +711,8 @@ impl<'r> Solve<'r> {
     /// scaled by how far the least-peak candidate overshot, and lower by at least
     /// 1/[`MIN_ROUNDING_STEP`] of the budget, doubled at each solve — while the time limit
     /// leaves room for another solve, at most [`ROUNDING_SOLVES`] solves in all. Candidates are
-    /// measured polished, as the plan will be. The bound reported is the first relaxation's,
-    /// the only one solved at the budget itself.
+    /// measured finished (polished unless `--no-polish`), as the plan will be. The bound
+    /// reported is the first relaxation's, the only one solved at the budget itself.
     fn round(&self, stages: Stages, budget: Option<u64>) -> Result<(Schedule, Certificate), PlanError> {
         let stages = if stages.order == StageOrder::Fixed { stages } else { Stages::fixed(self.problem.len(), 1) };
         let target = budget.unwrap_or_else(|| self.heuristics.iter().map(|h| h.peak).min().unwrap_or(u64::MAX));
@@ -743,7 +742,7 @@ impl<'r> Solve<'r> {
                 first = Some((lp.objective * self.problem.cost_scale, (f.model.columns.len(), f.model.rows.len())));
             }
             for schedule in candidates {
-                let (schedule, _) = polish_until(graph, &schedule, target, Deadline::after(self.remaining()));
+                let schedule = finish(graph, schedule, Some(target), self.request.options);
                 let Ok(sim) = simulate(graph, &schedule) else { continue };
                 let better = |b: &(u64, f64, Schedule)| {
                     compare_plans((sim.peak_bytes, sim.cost), (b.0, b.1), Some(target)).is_lt()
