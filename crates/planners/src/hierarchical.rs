@@ -47,7 +47,11 @@
 //! every candidate is lowered and measured with the memory model: the DP's budget is bisected
 //! for the largest one whose schedule fits the real budget, [`PROBES`] smaller DP budgets are
 //! tried too, and the cheapest measured schedule wins. A second pass leaves the outputs term
-//! out: less conservative, it reaches budgets the first cannot.
+//! out: less conservative, it reaches budgets the first cannot. Both passes run on each of
+//! the step's chain views ([`ChainView::views`]: finer cuts where a stage lumps the layers;
+//! δ counting gradient stacks that views keep alive, which the plain δ misses for the whole
+//! backward), and of all their plans the one cheapest once polished wins
+//! (`cheapest_finished`: polishing can reverse their raw order).
 //!
 //! A budget the input order meets is answered with the input order: nothing to recompute.
 //!
@@ -669,27 +673,31 @@ impl Planner for HierarchicalRemat {
         // Per chain view: the DP counts the step outputs each backward leaves resident; its
         // other terms over-estimate, so a second pass without them reaches lower budgets. The
         // cheaper measured plan of all wins.
-        let mut best: Option<(Candidate, usize, usize)> = None;
+        // Every view's plans (with and without the outputs term), the one cheapest once
+        // polished winning: polishing can reverse their raw order.
+        let mut candidates: Vec<(Candidate, usize, usize)> = Vec::new();
         for view in views {
             let blocks = Blocks::from_view(graph, view, deadline);
             let without = vec![0; blocks.outputs.len()];
             for outputs in [&blocks.outputs[..], &without[..]] {
-                let Some(candidate) = Self::plan_at(&blocks, outputs, graph, budget, deadline) else { continue };
-                let better = best.as_ref().is_none_or(|(b, _, _)| {
-                    candidate.cost.total_cmp(&b.cost).then(candidate.peak.cmp(&b.peak)).is_lt()
-                });
-                if better {
-                    let sizes = (blocks.view.chain.len(), blocks.menus.iter().map(Vec::len).sum());
-                    best = Some((candidate, sizes.0, sizes.1));
+                if let Some(candidate) = Self::plan_at(&blocks, outputs, graph, budget, deadline) {
+                    let options = blocks.menus.iter().map(Vec::len).sum();
+                    candidates.push((candidate, blocks.view.chain.len(), options));
                 }
             }
         }
-        let Some((Candidate { schedule, dp_budget, ops, .. }, blocks, options)) = best else {
+        let raw: Vec<(&Schedule, f64)> = candidates.iter().map(|(c, _, _)| (&c.schedule, c.cost)).collect();
+        let Some((best, polished)) = crate::cheapest_finished(graph, budget, request.options, &raw) else {
             return Ok(request.no_plan());
         };
+        let (Candidate { schedule, dp_budget, ops, .. }, blocks, options) = candidates.swap_remove(best);
         let stats =
             HierarchicalStats { blocks, options, dp_budget, ops: ops.iter().map(ToString::to_string).collect() };
-        Ok((schedule, PlanDetails::stopped(request.stop_unless_out_of_time(StopReason::Completed)).with_facts(stats)))
+        let details = PlanDetails {
+            polished,
+            ..PlanDetails::stopped(request.stop_unless_out_of_time(StopReason::Completed)).with_facts(stats)
+        };
+        Ok((schedule, details))
     }
 }
 

@@ -123,6 +123,20 @@ pub struct PlanDetails {
     /// them ([`remat_graph::simulate_with_transfers`]) and is not polished, which would move
     /// its steps.
     pub transfers: Vec<Transfer>,
+    /// The schedule polished, when the strategy polished it to choose it among its
+    /// candidates ([`crate::cheapest_finished`]), so that it is not polished twice.
+    pub polished: Option<Polished>,
+}
+
+/// A strategy's schedule as [`crate::finish`] polished it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Polished {
+    /// The memory target it was polished to.
+    pub target: u64,
+    /// The polished schedule.
+    pub schedule: remat_graph::Schedule,
+    /// Whether the deadline cut the polishing short.
+    pub cut: bool,
 }
 
 impl PlanDetails {
