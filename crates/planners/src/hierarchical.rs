@@ -671,10 +671,9 @@ impl Planner for HierarchicalRemat {
             request.budget.or_else(|| crate::smallest_feasible_budget(self, graph, request.order, request.options));
         let Some(budget) = budget else { return Ok(request.no_plan()) };
         // Per chain view: the DP counts the step outputs each backward leaves resident; its
-        // other terms over-estimate, so a second pass without them reaches lower budgets. The
-        // cheaper measured plan of all wins.
-        // Every view's plans (with and without the outputs term), the one cheapest once
-        // polished winning: polishing can reverse their raw order.
+        // other terms over-estimate, so a second pass without them reaches lower budgets. Of
+        // all views' plans, the one cheapest once polished wins: polishing can reverse their
+        // raw order.
         let mut candidates: Vec<(Candidate, usize, usize)> = Vec::new();
         for view in views {
             let blocks = Blocks::from_view(graph, view, deadline);
