@@ -273,7 +273,7 @@ pub(crate) fn finish(graph: &Graph, schedule: Schedule, budget: Option<u64>, opt
 }
 
 /// Of candidate plans within `budget`, each a schedule with its raw cost, the index of the
-/// one cheapest once [`finish`] has polished it (ties: the earlier), and that polished form:
+/// one cheapest once polished ([`best_finished`]), and that polished form:
 /// how a strategy that plans from several views of a step (chain, hierarchical) ranks their
 /// plans, since polishing can reverse their raw order (it takes more off one than another).
 /// The winner's polished form goes into [`PlanDetails::polished`], so it is not polished
@@ -288,15 +288,48 @@ pub(crate) fn cheapest_finished(
         let best = (0..candidates.len()).min_by(|&a, &b| candidates[a].1.total_cmp(&candidates[b].1).then(a.cmp(&b)));
         return best.map(|i| (i, None));
     }
-    let mut best: Option<(usize, f64, Polished)> = None;
-    for (i, &(schedule, raw)) in candidates.iter().enumerate() {
-        let (polished, cut) = polish::polish_until(graph, schedule, budget, options.deadline);
-        let cost = simulate(graph, &polished).map_or(raw, |s| s.cost);
-        if best.as_ref().is_none_or(|(_, best_cost, _)| cost < *best_cost) {
-            best = Some((i, cost, Polished { target: budget, schedule: polished, cut }));
+    let finished = best_finished(graph, candidates.iter().map(|c| c.0).enumerate(), Some(budget), options).ok()??;
+    let polished = Polished { target: budget, schedule: finished.schedule, cut: finished.cut };
+    Some((finished.index, Some(polished)))
+}
+
+/// A candidate schedule once [`finish_until`] has polished it.
+struct Finished {
+    /// Its position among the candidates.
+    index: usize,
+    schedule: Schedule,
+    /// Whether the deadline cut its polishing short.
+    cut: bool,
+}
+
+/// The one rule for picking among a strategy's candidate schedules: each is polished toward
+/// `budget` ([`finish_until`]), simulated and ranked by [`compare_plans`], ties going to the
+/// lower index. Candidates are polished in the order given, and once the deadline passes no
+/// further one is (the first always is), so callers list the likeliest winners first.
+fn best_finished<'s>(
+    graph: &Graph,
+    candidates: impl IntoIterator<Item = (usize, &'s Schedule)>,
+    budget: Option<u64>,
+    options: &PlannerOptions,
+) -> Result<Option<Finished>, remat_graph::ScheduleError> {
+    let mut best: Option<((u64, f64), Finished)> = None;
+    for (done, (index, raw)) in candidates.into_iter().enumerate() {
+        if done > 0 && options.deadline.expired() {
+            break;
+        }
+        let (schedule, cut) = finish_until(graph, raw.clone(), budget, options);
+        let sim = simulate(graph, &schedule)?;
+        let key = (sim.peak_bytes, sim.cost);
+        let better = |(b, f): &((u64, f64), Finished)| match compare_plans(key, *b, budget) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Equal => index < f.index,
+            std::cmp::Ordering::Greater => false,
+        };
+        if best.as_ref().is_none_or(better) {
+            best = Some((key, Finished { index, schedule, cut }));
         }
     }
-    best.map(|(i, _, polished)| (i, Some(polished)))
+    Ok(best.map(|(_, finished)| finished))
 }
 
 /// [`finish`], and whether the deadline cut the polishing short.
@@ -407,7 +440,6 @@ fn choose_measured(
     budget: Option<u64>,
     options: &PlannerOptions,
 ) -> Result<Schedule, PlanError> {
-    let invalid = |error| PlanError::InvalidSchedule { strategy, error };
     let Some(lowest) = measured.iter().map(|m| m.0).min() else { return Ok(Vec::new()) };
     let mut contenders: Vec<(usize, &Measured)> = measured
         .iter()
@@ -420,23 +452,10 @@ fn choose_measured(
     // Polished cheapest raw cost first, so a deadline cuts the dear end; ties between
     // polished plans still go to the earlier candidate, as without a cut.
     contenders.sort_by(|a, b| a.1 .1.total_cmp(&b.1 .1).then(a.0.cmp(&b.0)));
-    let mut best: Option<((u64, f64), usize, &Schedule)> = None;
-    for (done, (index, (_, _, raw))) in contenders.into_iter().enumerate() {
-        if done > 0 && options.deadline.expired() {
-            break;
-        }
-        let sim = simulate(graph, &finish(graph, raw.clone(), budget, options)).map_err(invalid)?;
-        let key = (sim.peak_bytes, sim.cost);
-        let better = |(b, i, _): &((u64, f64), usize, &Schedule)| match compare_plans(key, *b, budget) {
-            std::cmp::Ordering::Less => true,
-            std::cmp::Ordering::Equal => index < *i,
-            std::cmp::Ordering::Greater => false,
-        };
-        if best.as_ref().is_none_or(better) {
-            best = Some((key, index, raw));
-        }
-    }
-    Ok(best.map(|(_, _, s)| s.clone()).unwrap_or_default())
+    let invalid = |error| PlanError::InvalidSchedule { strategy, error };
+    let finished =
+        best_finished(graph, contenders.into_iter().map(|(i, m)| (i, &m.2)), budget, options).map_err(invalid)?;
+    Ok(finished.map(|f| measured[f.index].2.clone()).unwrap_or_default())
 }
 
 /// [`smallest_feasible_budget`] for a strategy that picks among budget-independent
