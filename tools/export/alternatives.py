@@ -176,6 +176,25 @@ def jax_forwards(E, remat):
     }
 
 
+def jax_steps(name):
+    """The exported step of JAX model `name`, its argument specs, and the step under each
+    policy measured for it: {policy: (step, how it is checkpointed)}, `none` first."""
+    import jax
+
+    import export_jax as E
+
+    m = E.MODELS[name]
+    step, specs = E.build_step(name)
+    steps = {"none": (step, "the step as exported (export_jax.build_step), no jax.checkpoint")}
+    for pname in POLICIES[1:] + EXTRA_POLICIES.get(name, ()):
+        # Bound now: rnn_scan applies it when its forward is traced.
+        remat = functools.partial(jax.checkpoint, policy=getattr(jax.checkpoint_policies, pname))
+        forward, where = jax_forwards(E, remat)[name]
+        steps[pname] = (E.make_step(forward, m.loss),
+                        f"jax.checkpoint(policy=jax.checkpoint_policies.{pname}) {where}")
+    return step, specs, steps
+
+
 def xla_rows():
     import jax
     import jax.numpy as jnp
@@ -188,19 +207,11 @@ def xla_rows():
     for name in JAX_MODELS:
         policies = {p: getattr(jax.checkpoint_policies, p) for p in POLICIES[1:] + EXTRA_POLICIES.get(name, ())}
         m = E.MODELS[name]
-        step, specs = E.build_step(name)
+        step, specs, steps = jax_steps(name)
         vals = C.inputs(specs, np.random.default_rng(SEED))
         args = jax.tree_util.tree_unflatten(
             jax.tree_util.tree_structure(specs), [jnp.asarray(v) for v in vals])
         ref_loss, ref_new = jax.jit(step)(*args)
-
-        steps = {"none": (step, "the step as exported (export_jax.build_step), no jax.checkpoint")}
-        for pname, policy in policies.items():
-            # Bound now: rnn_scan applies it when its forward is traced.
-            remat = functools.partial(jax.checkpoint, policy=policy)
-            forward, where = jax_forwards(E, remat)[name]
-            steps[pname] = (E.make_step(forward, m.loss),
-                            f"jax.checkpoint(policy=jax.checkpoint_policies.{pname}) {where}")
 
         for pname, (fn, where) in steps.items():
             if pname != "none":

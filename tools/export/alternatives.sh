@@ -2,7 +2,8 @@
 # Record what XLA (through JAX) and PyTorch say about the memory and flops of
 # the examples' training steps, without and with activation checkpointing, as
 # docs/benchmarks/alternatives.json (see alternatives.py for what each field
-# means and how it is measured).
+# means and how it is measured), with each XLA row's step also counted by
+# remat-opt's cost model (our_cost_model.py).
 #
 #   bash tools/export/alternatives.sh [OUT.json]
 #
@@ -35,4 +36,8 @@ fi
 
 ensure_venv alternatives.sh "$here/.venv" "$here/requirements.txt"
 JAX_PLATFORMS=cpu "$here/.venv/bin/python" "$here/alternatives.py" --out "$out" "${merge[@]}"
+# Each XLA row's step counted by our own cost model too (our_cost_model.py says why).
+(cd "$root" && cargo build --release --quiet -p remat-opt)
+JAX_PLATFORMS=cpu "$here/.venv/bin/python" "$here/our_cost_model.py" --alternatives "$out" \
+  --remat-opt "${CARGO_TARGET_DIR:-$root/target}/release/remat-opt"
 echo "wrote $out"

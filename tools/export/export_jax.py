@@ -771,6 +771,19 @@ def leftover_ops(text):
     return counts
 
 
+def linalg_form(shlo_text, ctx, strip=False):
+    """The linalg-on-tensors form of a StableHLO module's generic text, parsed afresh in
+    `ctx`, and the attributes `strip` removed."""
+    with ctx:
+        _stablehlo.register_stablehlo_passes()
+        lin = ir.Module.parse(shlo_text)
+        passmanager.PassManager.parse(LEGALIZE_PIPELINE).run(lin.operation)
+        inline_calls(lin)
+        passmanager.PassManager.parse(CLEANUP_PIPELINE).run(lin.operation)
+        removed = strip_attrs(lin) if strip else set()
+        return generic_asm(lin), removed
+
+
 def export(name, out_dir, strip=False):
     step, specs = build_step(name)
     lowered = jax.jit(step).lower(*specs)
@@ -785,15 +798,7 @@ def export(name, out_dir, strip=False):
     if bad or "custom_call" in shlo_text:
         raise SystemExit(f"{name}: unexpected ops in StableHLO output: {bad or 'custom_call'}")
 
-    # linalg-on-tensors, from a fresh copy of the module.
-    with ctx:
-        _stablehlo.register_stablehlo_passes()
-        lin = ir.Module.parse(shlo_text)
-        passmanager.PassManager.parse(LEGALIZE_PIPELINE).run(lin.operation)
-        inline_calls(lin)
-        passmanager.PassManager.parse(CLEANUP_PIPELINE).run(lin.operation)
-        removed = strip_attrs(lin) if strip else set()
-        lin_text = generic_asm(lin)
+    lin_text, removed = linalg_form(shlo_text, ctx, strip)
     check_linalg(lin_text, name)
     left = leftover_ops(lin_text)
 

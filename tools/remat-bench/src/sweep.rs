@@ -201,17 +201,13 @@ pub fn run(
     Ok(())
 }
 
-/// The overheads the other frameworks paid on `model` (its name without `.linalg`), a
-/// negative one (XLA's FLOP accounting after fusion) counted as zero; ascending, distinct.
+/// The overheads the other frameworks paid on `model` (its name without `.linalg`), by their
+/// own count and by our cost model's ([`crate::report::Alternative::target_overheads`]);
+/// ascending, distinct.
 fn target_overheads(alternatives: &Alternatives, model: &str) -> Vec<f64> {
     let name = model.strip_suffix(".linalg").unwrap_or(model);
-    let mut targets: Vec<f64> = alternatives
-        .rows
-        .iter()
-        .filter(|a| a.model == name)
-        .filter_map(|a| a.recompute_overhead)
-        .map(|o| o.max(0.0))
-        .collect();
+    let mut targets: Vec<f64> =
+        alternatives.rows.iter().filter(|a| a.model == name).flat_map(|a| a.target_overheads()).collect();
     targets.sort_by(f64::total_cmp);
     targets.dedup_by(|a, b| (*a - *b).abs() < 1e-12);
     targets
@@ -463,18 +459,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn targets_are_the_models_overheads_with_negative_ones_at_zero() {
+    fn targets_are_the_models_overheads_by_both_counts_with_negative_ones_at_zero() {
         let alternatives: Alternatives = serde_json::from_str(
             r#"{"versions": {}, "rows": [
                 {"framework": "XLA", "model": "t", "policy": "none", "peak_bytes": 9, "recompute_overhead": 0.0, "how": ""},
-                {"framework": "XLA", "model": "t", "policy": "dots_saveable", "peak_bytes": 5, "recompute_overhead": -0.03, "how": ""},
+                {"framework": "XLA", "model": "t", "policy": "dots_saveable", "peak_bytes": 5, "recompute_overhead": -0.03, "how": "",
+                 "in_our_cost_model": {"recompute_overhead": 0.03}},
                 {"framework": "XLA", "model": "t", "policy": "nothing_saveable", "peak_bytes": 3, "recompute_overhead": 0.22, "how": ""},
                 {"framework": "XLA", "model": "u", "policy": "nothing_saveable", "peak_bytes": 3, "recompute_overhead": 0.5, "how": ""},
                 {"framework": "XLA", "model": "t", "policy": "other", "peak_bytes": 3, "recompute_overhead": null, "how": ""}
             ]}"#,
         )
         .unwrap();
-        assert_eq!(target_overheads(&alternatives, "t.linalg"), vec![0.0, 0.22]);
+        assert_eq!(target_overheads(&alternatives, "t.linalg"), vec![0.0, 0.03, 0.22]);
         assert_eq!(target_overheads(&alternatives, "u"), vec![0.5]);
         assert!(target_overheads(&alternatives, "v.linalg").is_empty());
     }
