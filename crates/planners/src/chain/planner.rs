@@ -37,6 +37,13 @@
 //! δ_{ℓ−1}. Neither is right everywhere, so the planners plan with both and keep the plan
 //! cheapest once polished.
 //!
+//! A parameter update joins its gradient's stage, so it runs as soon as it can. With plain
+//! SGD that costs nothing (the new parameter takes the gradient's place); Adam's update makes
+//! three step outputs per gradient, resident from there to the end, so at the lowest budgets
+//! it is better run last, holding the gradients instead. When the updates make more bytes
+//! than they read ([`deferrable_updates`]), every view is also planned with them in stage 1's
+//! backward, the last to run.
+//!
 //! # From a chain schedule to a step schedule
 //!
 //! F_all^ℓ, F_ck^ℓ and F_∅^ℓ run stage ℓ's forward nodes, B_ℓ its backward nodes, each in
@@ -63,6 +70,39 @@ use remat_graph::{simulate, simulate_with_transfers, Graph, NodeId, Schedule, Tr
 
 /// The most stages the chain view keeps (the DP is cubic in L).
 pub const MAX_STAGES: usize = 64;
+
+/// The parameter updates that may wait for the end of the backward, when waiting saves
+/// bytes: backward nodes that are step outputs, read no forward value that holds memory, and
+/// are read only by such nodes (an optimizer's new parameters and state; closed under
+/// readers, so all of them can run last, in program order). Run where their gradient is
+/// made, they stay resident from there to the end; run last, their inputs do instead. That
+/// saves bytes when the updates hold well more than the backward values they read (half as
+/// much again): Adam makes three buffers per gradient, plain SGD one (`None` then: nothing
+/// to gain).
+pub(crate) fn deferrable_updates(graph: &Graph, order: &[NodeId]) -> Option<Vec<bool>> {
+    let part = ChainView::forward_part(graph, order);
+    let mut deferred = vec![false; graph.len()];
+    for &v in order.iter().rev().filter(|v| !part.contains[v.index()]) {
+        let node = graph.node(v);
+        deferred[v.index()] = node.output
+            && !node.argument
+            && graph.preds(v).iter().all(|p| !part.contains[p.index()] || stored_bytes(graph, *p) == 0)
+            && graph.succs(v).iter().all(|s| deferred[s.index()]);
+    }
+    let made: u64 = order.iter().filter(|v| deferred[v.index()]).map(|&v| graph.node(v).bytes).sum();
+    let mut read: Vec<NodeId> = order
+        .iter()
+        .filter(|v| deferred[v.index()])
+        .flat_map(|&v| graph.preds(v).iter().copied())
+        .filter(|p| !deferred[p.index()] && !part.contains[p.index()])
+        .map(|p| graph.storage_root(p))
+        .collect();
+    read.sort();
+    read.dedup();
+    let freed: u64 = read.iter().map(|&r| stored_bytes(graph, r)).sum();
+    // Half as much again, not merely more: SGD's updates read about what they make.
+    (2 * made > 3 * freed).then_some(deferred)
+}
 
 /// The chain planner's knobs.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -167,12 +207,15 @@ pub struct ChainView {
     /// What ā_ℓ holds, stages 1..=L (index ℓ − 1): the cut node a_ℓ first, then the stage's
     /// forward values that a backward node reads.
     pub stored: Vec<Vec<NodeId>>,
+    /// Whether the step's parameter updates were deferred to the last stage
+    /// ([`deferrable_updates`]).
+    pub deferred_updates: bool,
 }
 
 impl ChainView {
     /// Cuts the step at the articulation points of its forward part.
     pub fn of(graph: &Graph, order: &[NodeId]) -> ChainView {
-        Self::cut(graph, order, false).0
+        Self::cut(graph, order, false, None).0
     }
 
     /// The views worth planning with: [`ChainView::of`], and, when one of its stages holds more
@@ -187,20 +230,34 @@ impl ChainView {
     /// alive below the stage that reads them directly (a gradient stack that every layer's
     /// backward writes into through a view): δ counting such a buffer at every stage it spans
     /// (see [`Self::cut`]). Which form plans better differs by step, so both are planned.
+    ///
+    /// And when the step's parameter updates make more bytes than they free (Adam's new
+    /// parameters, moments and variances, three buffers per gradient), every view is also
+    /// planned with those updates deferred to the end of the backward
+    /// ([`deferrable_updates`]): each block then holds its gradients, not three times their
+    /// bytes, through the rest of the backward, which is what the lowest budgets need.
     pub fn views(graph: &Graph, order: &[NodeId]) -> Vec<ChainView> {
-        let (strict, strict_spanning) = Self::cut(graph, order, false);
+        let (strict, strict_spanning) = Self::cut(graph, order, false, None);
         let forward: usize = strict.forward.iter().map(Vec::len).sum();
         let lumpy = !strict.forward.iter().all(|stage| stage.len() * LUMP_SHARE <= forward);
+        let finer = lumpy.then(|| Self::cut(graph, order, true, None)).filter(|(f, _)| f.forward != strict.forward);
+        let crossings: &[bool] = if finer.is_some() { &[false, true] } else { &[false] };
         let mut views = vec![strict];
         let mut spanning: Vec<ChainView> = strict_spanning.into_iter().collect();
-        if lumpy {
-            let (finer, finer_spanning) = Self::cut(graph, order, true);
-            if finer.forward != views[0].forward {
-                views.push(finer);
-                spanning.extend(finer_spanning);
-            }
+        if let Some((finer, finer_spanning)) = finer {
+            views.push(finer);
+            spanning.extend(finer_spanning);
         }
         views.extend(spanning);
+        if let Some(deferred) = deferrable_updates(graph, order) {
+            let mut later = Vec::new();
+            for &small_may_cross in crossings {
+                let (view, spanning) = Self::cut(graph, order, small_may_cross, Some(&deferred));
+                views.push(view);
+                later.extend(spanning);
+            }
+            views.extend(later);
+        }
         views
     }
 
@@ -209,7 +266,15 @@ impl ChainView {
     /// earlier one reads; in the second form, reads of views of a value count as reads of it
     /// (its buffer lives as long as they do), which counts a buffer spanning several stages in
     /// each of their δ: twice during a B_ℓ, which holds δ_ℓ and δ_{ℓ−1}, but never not at all.
-    fn cut(graph: &Graph, order: &[NodeId], small_may_cross: bool) -> (ChainView, Option<ChainView>) {
+    ///
+    /// `deferred` names backward nodes that join the lowest stage, to run last
+    /// ([`deferrable_updates`]).
+    fn cut(
+        graph: &Graph,
+        order: &[NodeId],
+        small_may_cross: bool,
+        deferred: Option<&[bool]>,
+    ) -> (ChainView, Option<ChainView>) {
         let part = Self::forward_part(graph, order);
         let fwd = &part.nodes;
         let mut position = vec![usize::MAX; graph.len()];
@@ -307,6 +372,11 @@ impl ChainView {
                 stage_of[v.index()] = stage_of[v.index()].min(lowest);
             }
         }
+        if let Some(deferred) = deferred {
+            for &v in backward_nodes.iter().filter(|v| deferred[v.index()]) {
+                stage_of[v.index()] = 0;
+            }
+        }
         let mut backward = vec![Vec::new(); stages];
         for &v in &backward_nodes {
             backward[stage_of[v.index()]].push(v);
@@ -365,6 +435,7 @@ impl ChainView {
             forward: groups,
             backward,
             stored,
+            deferred_updates: deferred.is_some(),
         };
         let spanning =
             (spanning_deltas.iter().zip(&view.chain.stages).any(|(&d, stage)| d != stage.delta)).then(|| {
@@ -751,6 +822,58 @@ mod tests {
         let request = PlanRequest { graph: &graph, order: &order, budget: Some(baseline), options: &options };
         let schedule = ChainRemat.plan(&request).unwrap();
         assert!(remat_graph::simulate(&graph, &schedule).unwrap().peak_bytes <= baseline);
+    }
+
+    /// Three linear layers trained with Adam (three step outputs per weight gradient) or with
+    /// SGD (one), as graph nodes: (graph, the updates).
+    fn layers_with_updates(adam: bool) -> (Graph, Vec<NodeId>) {
+        use remat_graph::{GraphBuilder, NodeSpec};
+        let mut b = GraphBuilder::new();
+        let x = b.add(NodeSpec::argument("x", 64), &[]);
+        let weights: Vec<NodeId> = (0..3).map(|i| b.add(NodeSpec::argument(format!("w{i}"), 64), &[])).collect();
+        let state: Vec<NodeId> = (0..6).map(|i| b.add(NodeSpec::argument(format!("s{i}"), 64), &[])).collect();
+        let mut h = vec![x];
+        for &w in &weights {
+            let prev = *h.last().unwrap();
+            h.push(b.add(NodeSpec::op("h", 64, 1.0), &[prev, w]));
+        }
+        let mut g = b.add(NodeSpec::op("loss", 4, 1.0), &[h[3]]);
+        let mut updates = Vec::new();
+        for k in (0..3).rev() {
+            let dw = b.add(NodeSpec::op("dw", 64, 1.0).backward(true), &[g, h[k]]);
+            if adam {
+                let m = b.add(NodeSpec::op("m", 64, 1.0).backward(true).output(), &[state[2 * k], dw]);
+                let v = b.add(NodeSpec::op("v", 64, 1.0).backward(true).output(), &[state[2 * k + 1], dw]);
+                updates.extend([m, v, b.add(NodeSpec::op("p", 64, 1.0).backward(true).output(), &[weights[k], m, v])]);
+            } else {
+                updates.push(b.add(NodeSpec::op("p", 64, 1.0).backward(true).output(), &[weights[k], dw]));
+            }
+            if k > 0 {
+                g = b.add(NodeSpec::op("g", 64, 1.0).backward(true), &[g, weights[k]]);
+            }
+        }
+        (b.finish().unwrap(), updates)
+    }
+
+    #[test]
+    fn adam_updates_are_also_planned_after_the_whole_backward_sgd_ones_are_not() {
+        let (graph, updates) = layers_with_updates(true);
+        let order = graph.topological_schedule();
+        let deferred = deferrable_updates(&graph, &order).expect("Adam's updates make 3x what they read");
+        assert_eq!((0..graph.len()).filter(|&i| deferred[i]).count(), updates.len());
+        let views = ChainView::views(&graph, &order);
+        let plain = views.iter().find(|v| !v.deferred_updates).unwrap();
+        let later = views.iter().find(|v| v.deferred_updates).expect("a deferred view");
+        let stage_of = |view: &ChainView, v: NodeId| view.backward.iter().position(|b| b.contains(&v)).unwrap();
+        assert!(updates.iter().any(|&u| stage_of(plain, u) > 0), "updates run with their gradients");
+        assert!(updates.iter().all(|&u| stage_of(later, u) == 0), "all run with the first block's backward");
+        // The gradients they read now cross the blocks below theirs.
+        assert!(later.chain.delta(1) > plain.chain.delta(1));
+
+        let (graph, _) = layers_with_updates(false);
+        let order = graph.topological_schedule();
+        assert!(deferrable_updates(&graph, &order).is_none(), "SGD's update holds what it reads");
+        assert!(ChainView::views(&graph, &order).iter().all(|v| !v.deferred_updates));
     }
 
     #[test]
