@@ -767,6 +767,23 @@ mod tests {
     use remat_graph::training::{FeedForward, Transformer};
 
     #[test]
+    fn a_deferred_views_last_block_frees_the_gradients_its_updates_consume() {
+        let (graph, _) = crate::chain::planner::tests::layers_with_updates(true);
+        let order = graph.topological_schedule();
+        let view = ChainView::views(&graph, &order).into_iter().find(|v| v.deferred_updates).unwrap();
+        let blocks = Blocks::from_view(&graph, view.clone(), Deadline::NONE);
+        // The first block's backward: its own gradient, then all nine updates, which read the
+        // three gradients (64 bytes each, two made by later blocks) and make 9 × 64 outputs.
+        let option = &blocks.menus[0][0];
+        let mut sequence = Vec::new();
+        just_in_time(&graph, &option.recompute, &view.backward[0], &mut sequence);
+        let plain = local_peak(&graph, &sequence, true, |_| false);
+        let consumed = backward_peak(&graph, &view, 0, &sequence);
+        assert!(consumed < plain, "{consumed} < {plain}");
+        assert_eq!(option.backward_overhead, consumed.saturating_sub(view.chain.delta(0)));
+    }
+
+    #[test]
     fn menus_start_with_the_chains_f_all_and_trade_bytes_for_cost() {
         let graph = Transformer::new(4).generate();
         let order = graph.topological_schedule();

@@ -765,7 +765,7 @@ impl Planner for ChainRemat {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::StopReason;
     use remat_graph::training::{linear_network, FeedForward};
@@ -826,7 +826,7 @@ mod tests {
 
     /// Three linear layers trained with Adam (three step outputs per weight gradient) or with
     /// SGD (one), as graph nodes: (graph, the updates).
-    fn layers_with_updates(adam: bool) -> (Graph, Vec<NodeId>) {
+    pub(crate) fn layers_with_updates(adam: bool) -> (Graph, Vec<NodeId>) {
         use remat_graph::{GraphBuilder, NodeSpec};
         let mut b = GraphBuilder::new();
         let x = b.add(NodeSpec::argument("x", 64), &[]);
