@@ -197,11 +197,29 @@ fn just_in_time(graph: &Graph, recompute: &[NodeId], backward: &[NodeId], schedu
 /// last reader in `sequence` (with `persist`: to the end when a node outside `sequence` reads
 /// it or it is a step output), leaving out those `skip` names. Views hold no bytes of their own.
 fn local_peak(graph: &Graph, sequence: &[NodeId], persist: bool, skip: impl Fn(NodeId) -> bool) -> u64 {
+    peak_with_incoming(graph, sequence, persist, skip, &[], |_| false)
+}
+
+/// [`local_peak`] with values made before `sequence` that it reads (`incoming`) alive from its
+/// start to their last reader in it, or to its end where `persists` says so.
+fn peak_with_incoming(
+    graph: &Graph,
+    sequence: &[NodeId],
+    persist: bool,
+    skip: impl Fn(NodeId) -> bool,
+    incoming: &[NodeId],
+    persists: impl Fn(NodeId) -> bool,
+) -> u64 {
     let mut at = HashMap::with_capacity(sequence.len());
     for (t, &v) in sequence.iter().enumerate() {
         at.insert(v, t);
     }
     let mut delta = vec![0i64; sequence.len() + 1];
+    for &x in incoming {
+        let last = graph.succs(x).iter().filter_map(|s| at.get(s)).copied().max().unwrap_or(0);
+        delta[0] += graph.node(x).bytes as i64;
+        delta[if persists(x) { sequence.len() } else { last + 1 }] -= graph.node(x).bytes as i64;
+    }
     for (t, &v) in sequence.iter().enumerate() {
         let node = graph.node(v);
         if node.view_of.is_some() || skip(v) {
@@ -235,46 +253,15 @@ fn local_peak(graph: &Graph, sequence: &[NodeId], persist: bool, skip: impl Fn(N
 /// elsewhere the plain [`local_peak`], whose looser term the DP's other terms were tuned
 /// beside (tighter everywhere, it lost the 20 % plan of an 8-layer LM).
 fn backward_peak(graph: &Graph, view: &ChainView, k: usize, sequence: &[NodeId]) -> u64 {
-    let mut at = HashMap::with_capacity(sequence.len());
-    for (t, &v) in sequence.iter().enumerate() {
-        at.insert(v, t);
-    }
     let later: HashSet<NodeId> = view.backward[k + 1..].iter().flatten().copied().collect();
     let lower: HashSet<NodeId> = view.backward[..k].iter().flatten().copied().collect();
-    let mut delta = vec![0i64; sequence.len() + 1];
     let mut incoming: Vec<NodeId> =
         sequence.iter().flat_map(|&v| graph.preds(v).iter().copied()).filter(|p| later.contains(p)).collect();
     incoming.sort();
     incoming.dedup();
-    let mut incoming_bytes = 0i64;
-    for &x in &incoming {
-        let bytes = graph.node(x).bytes as i64;
-        incoming_bytes += bytes;
-        let persists = graph.node(x).output || graph.succs(x).iter().any(|s| lower.contains(s));
-        let last = graph.succs(x).iter().filter_map(|s| at.get(s)).copied().max().unwrap_or(0);
-        delta[0] += bytes;
-        delta[if persists { sequence.len() } else { last + 1 }] -= bytes;
-    }
-    for (t, &v) in sequence.iter().enumerate() {
-        let node = graph.node(v);
-        if node.view_of.is_some() {
-            continue;
-        }
-        let outside = node.output || graph.succs(v).iter().any(|s| !at.contains_key(s));
-        let end = if outside {
-            sequence.len()
-        } else {
-            graph.succs(v).iter().filter_map(|s| at.get(s)).copied().filter(|&r| r > t).max().unwrap_or(t) + 1
-        };
-        delta[t] += node.bytes as i64;
-        delta[end] -= node.bytes as i64;
-    }
-    let (mut live, mut peak) = (0i64, 0i64);
-    for d in &delta[..sequence.len()] {
-        live += d;
-        peak = peak.max(live);
-    }
-    (peak - incoming_bytes).max(0) as u64
+    let persists = |x: NodeId| graph.node(x).output || graph.succs(x).iter().any(|s| lower.contains(s));
+    let peak = peak_with_incoming(graph, sequence, true, |_| false, &incoming, persists);
+    peak.saturating_sub(incoming.iter().map(|&x| graph.node(x).bytes).sum())
 }
 
 /// Block `k`'s menu (0-based): the greedy path from keeping every value the backward reads to
