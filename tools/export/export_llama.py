@@ -61,23 +61,17 @@ def block(p, h):
 
 
 def make_step(blk):
-    def loss(params, tokens, labels):
+    def forward(params, tokens):
         h = params["emb"][tokens]
         for p in params["blocks"]:
             h = blk(p, h)
-        logits = rms(h, params["nf"]) @ params["emb"].T
+        return rms(h, params["nf"]) @ params["emb"].T
+
+    def xent(logits, labels):
         picked = jnp.take_along_axis(logits, labels[..., None], -1)[..., 0]
         return jnp.mean(jax.nn.logsumexp(logits, -1) - picked)
 
-    def step(params, m, v, tokens, labels):
-        value, g = jax.value_and_grad(loss)(params, tokens, labels)
-        tree = jax.tree_util.tree_map
-        m = tree(lambda m, g: 0.9 * m + 0.1 * g, m, g)
-        v = tree(lambda v, g: 0.999 * v + 0.001 * g * g, v, g)
-        params = tree(lambda p, m, v: p - E.LR * m / (jnp.sqrt(v) + 1e-8), params, m, v)
-        return value, params, m, v
-
-    return step
+    return E.make_adam_step(forward, xent)
 
 
 def specs(layers, seq, batch):
