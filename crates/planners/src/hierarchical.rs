@@ -70,6 +70,7 @@ use crate::chain::planner::{search_dp_budget, ChainView};
 use crate::step::stored_bytes;
 use crate::{Deadline, InvalidRequest, PlanDetails, PlanError, PlanRequest, Planner, StopReason, StrategyFacts};
 use remat_graph::{simulate, Graph, NodeId, Schedule};
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
@@ -116,6 +117,27 @@ pub struct Blocks {
     /// Bytes of the step outputs each block's backward computes, blocks 1..=L+1 (index ℓ − 1):
     /// they stay resident from then on, which the chain's terms do not count.
     pub outputs: Vec<u64>,
+    /// Each DP run so far, lowered and measured, by DP and DP budget: the DP-budget searches
+    /// of a smallest-budget bisection repeat most of their runs at every probe.
+    measured: RefCell<HashMap<(Dp, u64), Option<Measured>>>,
+}
+
+/// Which DP a block schedule came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Dp {
+    /// The menus' DP, counting the step outputs each backward leaves resident or not.
+    Menus { outputs: bool },
+    /// The chain's own DP (rematerialization only).
+    Chain,
+}
+
+/// A DP's block schedule, lowered and measured (the step schedule is lowered again when
+/// needed: on 10^5 nodes keeping every run's would take hundreds of megabytes).
+#[derive(Clone, Debug)]
+struct Measured {
+    ops: Vec<BlockOp>,
+    peak: u64,
+    cost: f64,
 }
 
 impl Blocks {
@@ -146,7 +168,48 @@ impl Blocks {
             .iter()
             .map(|b| b.iter().filter(|&&v| graph.node(v).output).map(|&v| stored_bytes(graph, v)).sum())
             .collect();
-        Blocks { view, menus, outputs }
+        Blocks { view, menus, outputs, measured: RefCell::new(HashMap::new()) }
+    }
+
+    /// `dp` run at `dp_budget`, lowered and measured (memoized); `None` when it finds no
+    /// schedule. `mem_slots` is the chain DP's discretization.
+    fn run(&self, graph: &Graph, dp: Dp, dp_budget: u64, mem_slots: Option<usize>) -> Option<Measured> {
+        if let Some(known) = self.measured.borrow().get(&(dp, dp_budget)) {
+            return known.clone();
+        }
+        let ops = match dp {
+            Dp::Menus { outputs } => {
+                let without;
+                let outputs = if outputs {
+                    &self.outputs[..]
+                } else {
+                    without = vec![0; self.outputs.len()];
+                    &without[..]
+                };
+                MenuDp::new(self, outputs, dp_budget).solve().map(|(ops, _)| ops)
+            }
+            Dp::Chain => crate::chain::dp::solve_remat_only(&self.view.chain, dp_budget, mem_slots).map(|plan| {
+                plan.ops
+                    .iter()
+                    .filter_map(|&op| match op {
+                        ChainOp::FAll(l) => Some(BlockOp::ForwardAll(l, 0)),
+                        ChainOp::FCk(l) | ChainOp::FNone(l) => Some(BlockOp::Forward(l)),
+                        ChainOp::B(l) => Some(BlockOp::Backward(l, 0)),
+                        ChainOp::Offload(_) | ChainOp::Prefetch(_) => None,
+                    })
+                    .collect()
+            }),
+        };
+        let measured = ops.and_then(|ops| match simulate(graph, &self.lower(graph, &ops)) {
+            Ok(sim) => Some(Measured { ops, peak: sim.peak_bytes, cost: sim.cost }),
+            Err(e) => {
+                debug_assert!(false, "a lowered block schedule is invalid: {e}");
+                tracing::warn!("a lowered block schedule is invalid: {e}");
+                None
+            }
+        });
+        self.measured.borrow_mut().insert((dp, dp_budget), measured.clone());
+        measured
     }
 
     /// The step schedule of a block schedule: a forward runs the block's forward nodes in
@@ -648,22 +711,11 @@ impl HierarchicalRemat {
     /// largest DP budget whose schedule fits (bisected to 0.1 %) and [`PROBES`] more spread
     /// below it, down to the smallest DP budget the DP solves. The DP's terms err both ways,
     /// so its value is neither monotone in its budget nor the measured cost.
-    fn plan_at(blocks: &Blocks, outputs: &[u64], graph: &Graph, budget: u64, deadline: Deadline) -> Option<Candidate> {
-        let run = |dp_budget: u64| -> Option<Candidate> {
-            let (ops, _) = MenuDp::new(blocks, outputs, dp_budget).solve()?;
-            let schedule = blocks.lower(graph, &ops);
-            let sim = match simulate(graph, &schedule) {
-                Ok(sim) => sim,
-                Err(e) => {
-                    debug_assert!(false, "a lowered block schedule is invalid: {e}");
-                    tracing::warn!("a lowered block schedule is invalid: {e}");
-                    return None;
-                }
-            };
-            Some(Candidate { schedule, dp_budget, ops, peak: sim.peak_bytes, cost: sim.cost })
-        };
-        let solvable = |dp_budget: u64| MenuDp::new(blocks, outputs, dp_budget).solve().is_some();
-        let fits = |c: &Candidate| c.peak <= budget;
+    fn plan_at(blocks: &Blocks, outputs: bool, graph: &Graph, budget: u64, deadline: Deadline) -> Option<Candidate> {
+        let dp = Dp::Menus { outputs };
+        let run = |dp_budget: u64| blocks.run(graph, dp, dp_budget, None).map(|m| (dp_budget, m));
+        let solvable = |dp_budget: u64| run(dp_budget).is_some();
+        let fits = |c: &(u64, Measured)| c.1.peak <= budget;
         let total = blocks.view.chain.total_bytes().max(budget);
         let found = search_dp_budget(total, deadline, |high| high / 1000, solvable, run, fits)?;
         let mut best = found.plan;
@@ -671,13 +723,13 @@ impl HierarchicalRemat {
             for k in (1..=PROBES as u64).take_while(|_| !deadline.expired()) {
                 let probe = found.floor + (found.largest - found.floor) * k / (PROBES as u64 + 1);
                 if let Some(c) = run(probe).filter(fits) {
-                    if (c.cost, c.peak) < (best.cost, best.peak) {
+                    if (c.1.cost, c.1.peak) < (best.1.cost, best.1.peak) {
                         best = c;
                     }
                 }
             }
         }
-        Some(best)
+        Some(Candidate::lowered(blocks, graph, best))
     }
 
     /// The chain DP's own plan on the same view ([`crate::chain::planner::ChainRemat`]'s,
@@ -694,26 +746,12 @@ impl HierarchicalRemat {
         deadline: Deadline,
     ) -> Option<Candidate> {
         let chain = &blocks.view.chain;
-        let run = |dp_budget: u64| -> Option<Candidate> {
-            let plan = crate::chain::dp::solve_remat_only(chain, dp_budget, mem_slots)?;
-            let ops: Vec<BlockOp> = plan
-                .ops
-                .iter()
-                .filter_map(|&op| match op {
-                    ChainOp::FAll(l) => Some(BlockOp::ForwardAll(l, 0)),
-                    ChainOp::FCk(l) | ChainOp::FNone(l) => Some(BlockOp::Forward(l)),
-                    ChainOp::B(l) => Some(BlockOp::Backward(l, 0)),
-                    ChainOp::Offload(_) | ChainOp::Prefetch(_) => None,
-                })
-                .collect();
-            let schedule = blocks.lower(graph, &ops);
-            let sim = simulate(graph, &schedule).ok()?;
-            Some(Candidate { schedule, dp_budget, ops, peak: sim.peak_bytes, cost: sim.cost })
-        };
+        let run = |dp_budget: u64| blocks.run(graph, Dp::Chain, dp_budget, mem_slots).map(|m| (dp_budget, m));
         let solvable = |dp_budget: u64| crate::chain::dp::remat_only_value(chain, dp_budget, mem_slots).is_some();
-        let fits = |c: &Candidate| c.peak <= budget;
+        let fits = |c: &(u64, Measured)| c.1.peak <= budget;
         let total = chain.total_bytes().max(budget);
-        search_dp_budget(total, deadline, |_| 1, solvable, run, fits).map(|found| found.plan)
+        search_dp_budget(total, deadline, |_| 1, solvable, run, fits)
+            .map(|found| Candidate::lowered(blocks, graph, found.plan))
     }
 }
 
@@ -742,9 +780,8 @@ impl HierarchicalRemat {
         let deadline = options.deadline;
         let mut candidates: Vec<(Candidate, usize, usize)> = Vec::new();
         for blocks in all {
-            let without = vec![0; blocks.outputs.len()];
             let menu_options = blocks.menus.iter().map(Vec::len).sum();
-            for outputs in [&blocks.outputs[..], &without[..]] {
+            for outputs in [true, false] {
                 if let Some(candidate) = Self::plan_at(blocks, outputs, graph, budget, deadline) {
                     candidates.push((candidate, blocks.view.chain.len(), menu_options));
                 }
@@ -785,8 +822,14 @@ struct Candidate {
     schedule: Schedule,
     dp_budget: u64,
     ops: Vec<BlockOp>,
-    peak: u64,
     cost: f64,
+}
+
+impl Candidate {
+    /// A measured DP run at `dp_budget` with its step schedule lowered again.
+    fn lowered(blocks: &Blocks, graph: &Graph, (dp_budget, m): (u64, Measured)) -> Candidate {
+        Candidate { schedule: blocks.lower(graph, &m.ops), dp_budget, ops: m.ops, cost: m.cost }
+    }
 }
 
 /// DP budgets tried below the largest that fits (see [`HierarchicalRemat::plan_at`]).
@@ -925,6 +968,32 @@ mod tests {
             }
         }
         assert!(compared >= 12, "{compared} budgets where the chain plans");
+    }
+
+    #[test]
+    fn the_smallest_budget_on_menus_built_once_is_the_one_replanning_finds() {
+        let options = crate::PlannerOptions::default();
+        for graph in [FeedForward::residual(6).generate(), Transformer::new(4).generate()] {
+            let order = graph.topological_schedule();
+            let once = HierarchicalRemat.smallest_feasible_budget_once(&graph, &order, &options);
+            let replanned = crate::bisect_by_replanning(&HierarchicalRemat, &graph, &order, &options);
+            assert!(replanned.is_some());
+            assert_eq!(once, Some(replanned));
+        }
+        // Each DP's runs are remembered apart: warmed in any order, a run is what a fresh one is.
+        let graph = Transformer::new(4).generate();
+        let order = graph.topological_schedule();
+        let budget = simulate(&graph, &order).unwrap().peak_bytes * 6 / 10;
+        let kinds = [Dp::Chain, Dp::Menus { outputs: true }, Dp::Menus { outputs: false }];
+        let warmed = Blocks::of(&graph, &order, Deadline::NONE);
+        let mut differ = 0;
+        for dp in kinds {
+            let fresh = Blocks::of(&graph, &order, Deadline::NONE).run(&graph, dp, budget, None).unwrap();
+            let again = warmed.run(&graph, dp, budget, None).unwrap();
+            assert_eq!((&fresh.ops, fresh.peak), (&again.ops, again.peak), "{dp:?}");
+            differ += usize::from(fresh.ops != warmed.run(&graph, Dp::Chain, budget, None).unwrap().ops);
+        }
+        assert!(differ > 0, "the DPs' schedules differ, so a mix-up would show");
     }
 
     #[test]
