@@ -215,7 +215,21 @@ pub struct ChainView {
 impl ChainView {
     /// Cuts the step at the articulation points of its forward part.
     pub fn of(graph: &Graph, order: &[NodeId]) -> ChainView {
-        Self::cut(graph, order, false, None).0
+        Self::cut(graph, order, false, None, None).0
+    }
+
+    /// The strict view with its stages merged in pairs, from the first stage and from the
+    /// second (none when it has fewer than three): a merged block's menu can drop what its
+    /// first half hands its second (a stem's activation, recomputed late in the next block's
+    /// backward, as the ILP's optimum on a small ResNet does), which a block's own menu cannot
+    /// (its input is the DP's a_{ℓ−1}, held through its backward). For the hierarchical
+    /// planner, which plans them with its tight backward term.
+    pub fn paired_views(graph: &Graph, order: &[NodeId]) -> Vec<ChainView> {
+        let strict = Self::cut(graph, order, false, None, None).0;
+        if strict.chain.len() < 3 {
+            return Vec::new();
+        }
+        (0..2).map(|offset| Self::cut(graph, order, false, None, Some(offset)).0).collect()
     }
 
     /// The views worth planning with: [`ChainView::of`], and, when one of its stages holds more
@@ -237,10 +251,11 @@ impl ChainView {
     /// ([`deferrable_updates`]): each block then holds its gradients, not three times their
     /// bytes, through the rest of the backward, which is what the lowest budgets need.
     pub fn views(graph: &Graph, order: &[NodeId]) -> Vec<ChainView> {
-        let (strict, strict_spanning) = Self::cut(graph, order, false, None);
+        let (strict, strict_spanning) = Self::cut(graph, order, false, None, None);
         let forward: usize = strict.forward.iter().map(Vec::len).sum();
         let lumpy = !strict.forward.iter().all(|stage| stage.len() * LUMP_SHARE <= forward);
-        let finer = lumpy.then(|| Self::cut(graph, order, true, None)).filter(|(f, _)| f.forward != strict.forward);
+        let finer =
+            lumpy.then(|| Self::cut(graph, order, true, None, None)).filter(|(f, _)| f.forward != strict.forward);
         let crossings: &[bool] = if finer.is_some() { &[false, true] } else { &[false] };
         let mut views = vec![strict];
         let mut spanning: Vec<ChainView> = strict_spanning.into_iter().collect();
@@ -252,7 +267,7 @@ impl ChainView {
         if let Some(deferred) = deferrable_updates(graph, order) {
             let mut later = Vec::new();
             for &small_may_cross in crossings {
-                let (view, spanning) = Self::cut(graph, order, small_may_cross, Some(&deferred));
+                let (view, spanning) = Self::cut(graph, order, small_may_cross, Some(&deferred), None);
                 views.push(view);
                 later.extend(spanning);
             }
@@ -274,6 +289,7 @@ impl ChainView {
         order: &[NodeId],
         small_may_cross: bool,
         deferred: Option<&[bool]>,
+        paired: Option<usize>,
     ) -> (ChainView, Option<ChainView>) {
         let part = Self::forward_part(graph, order);
         let fwd = &part.nodes;
@@ -332,7 +348,10 @@ impl ChainView {
             start = c + 1;
         }
         groups.push(fwd[start..].to_vec());
-        let groups = merge_stages(graph, groups, MAX_STAGES + 1);
+        let mut groups = merge_stages(graph, groups, MAX_STAGES + 1);
+        if let Some(offset) = paired {
+            groups = pair_stages(groups, offset);
+        }
         let stages = groups.len();
         tracing::debug!(forward = fwd.len(), cuts = cuts.len(), stages, sizes = ?groups.iter().map(Vec::len).collect::<Vec<_>>(), "chain view");
         let mut stage_of = vec![usize::MAX; graph.len()];
@@ -575,6 +594,21 @@ fn small_values(graph: &Graph, order: &[NodeId], fwd: &[NodeId]) -> Vec<NodeId> 
 
 /// Merges adjacent stages (never into the loss) until at most `limit` remain, each time the
 /// adjacent pair with the least forward cost together.
+/// Stages 1..=L merged in pairs, the first pair starting at stage `offset + 1` (the loss
+/// stays alone).
+fn pair_stages(groups: Vec<Vec<NodeId>>, offset: usize) -> Vec<Vec<NodeId>> {
+    let last = groups.len() - 1;
+    let mut paired: Vec<Vec<NodeId>> = Vec::new();
+    for (k, group) in groups.into_iter().enumerate() {
+        if k > offset && k < last && (k - offset) % 2 == 1 {
+            paired.last_mut().expect("a stage before it").extend(group);
+        } else {
+            paired.push(group);
+        }
+    }
+    paired
+}
+
 fn merge_stages(graph: &Graph, mut groups: Vec<Vec<NodeId>>, limit: usize) -> Vec<Vec<NodeId>> {
     let cost = |g: &[NodeId]| g.iter().map(|&v| graph.node(v).cost).sum::<f64>();
     while groups.len() > limit.max(2) {
@@ -853,6 +887,15 @@ pub(crate) mod tests {
             }
         }
         (b.finish().unwrap(), updates)
+    }
+
+    #[test]
+    fn paired_stages_merge_neighbours_and_leave_the_loss_alone() {
+        let v = NodeId;
+        let groups: Vec<Vec<NodeId>> = (0..6).map(|i| vec![v(i)]).collect(); // stages 1..=5, the loss
+        let merged = |offset| pair_stages(groups.clone(), offset);
+        assert_eq!(merged(0), vec![vec![v(0), v(1)], vec![v(2), v(3)], vec![v(4)], vec![v(5)]]);
+        assert_eq!(merged(1), vec![vec![v(0)], vec![v(1), v(2)], vec![v(3), v(4)], vec![v(5)]]);
     }
 
     #[test]
