@@ -334,13 +334,20 @@ fn peak_with_incoming(
 /// beside (tighter everywhere, it lost the 20 % plan of an 8-layer LM).
 fn backward_peak(graph: &Graph, view: &ChainView, k: usize, sequence: &[NodeId]) -> u64 {
     let later: HashSet<NodeId> = view.backward[k + 1..].iter().flatten().copied().collect();
-    let lower: HashSet<NodeId> = view.backward[..k].iter().flatten().copied().collect();
     let mut incoming: Vec<NodeId> =
         sequence.iter().flat_map(|&v| graph.preds(v).iter().copied()).filter(|p| later.contains(p)).collect();
     incoming.sort();
     incoming.dedup();
+    peak_beyond_incoming(graph, view, k, sequence, &incoming)
+}
+
+/// The peak bytes of block `k`'s backward `sequence` (0-based) with `incoming` values alive
+/// from its start to their last reader in it (to its end when a lower block's backward reads
+/// one, or it is a step output), less their bytes.
+fn peak_beyond_incoming(graph: &Graph, view: &ChainView, k: usize, sequence: &[NodeId], incoming: &[NodeId]) -> u64 {
+    let lower: HashSet<NodeId> = view.backward[..k].iter().flatten().copied().collect();
     let persists = |x: NodeId| graph.node(x).output || graph.succs(x).iter().any(|s| lower.contains(s));
-    let peak = peak_with_incoming(graph, sequence, true, |_| false, &incoming, persists);
+    let peak = peak_with_incoming(graph, sequence, true, |_| false, incoming, persists);
     peak.saturating_sub(incoming.iter().map(|&x| graph.node(x).bytes).sum())
 }
 
@@ -465,11 +472,7 @@ fn menu(graph: &Graph, view: &ChainView, k: usize, deadline: Deadline) -> Vec<Bl
 /// less than ā plus [`local_peak`] (resnet-small at 80 %: the option that recomputes the stem
 /// late, as the ILP's optimum does, peaks at 5308676 B, where ā + that term says 7.3 MiB).
 fn kept_freed_early(graph: &Graph, view: &ChainView, k: usize, sequence: &[NodeId], kept: &[NodeId]) -> i64 {
-    let lower: HashSet<NodeId> = view.backward[..k].iter().flatten().copied().collect();
-    let persists = |x: NodeId| graph.node(x).output || graph.succs(x).iter().any(|s| lower.contains(s));
-    let peak = peak_with_incoming(graph, sequence, true, |_| false, kept, persists);
-    let kept_bytes: u64 = kept.iter().map(|&x| graph.node(x).bytes).sum();
-    peak as i64 - kept_bytes as i64 - view.chain.delta(k) as i64
+    peak_beyond_incoming(graph, view, k, sequence, kept) as i64 - view.chain.delta(k) as i64
 }
 
 /// One operation of a block schedule (blocks 1..=L+1, L+1 the loss; options index the
