@@ -113,7 +113,7 @@ pub struct BlockOption {
     pub backward_overhead: u64,
     /// The same with the kept values freed at their last reader in the backward rather than
     /// held to its end, net of their bytes (so negative where the backward frees more of them
-    /// than it adds): the tighter term the DP's third pass runs with.
+    /// than it adds): the tighter term the paired views' DP runs with ([`kept_freed_early`]).
     pub backward_overhead_net: i64,
 }
 
@@ -138,7 +138,8 @@ pub struct Blocks {
 /// Which DP a block schedule came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Dp {
-    /// The menus' DP, counting the step outputs each backward leaves resident or not.
+    /// The menus' DP, counting the step outputs each backward leaves resident or not, with
+    /// the plain backward term or the tight one ([`BlockOption::backward_overhead_net`]).
     Menus { outputs: bool, tight: bool },
     /// The chain's own DP (rematerialization only).
     Chain,
@@ -820,7 +821,8 @@ impl HierarchicalRemat {
     /// Of every view's plans within `budget`, the one cheapest once polished. Per view: the
     /// menus' DP counting the step outputs each backward leaves resident; the same without
     /// them (its other terms over-estimate, so it reaches lower budgets); the chain DP's own
-    /// plan. Polishing can reverse their raw order, so they are ranked polished.
+    /// plan. Per paired view, only the menus' DP with the tight term, outputs left out.
+    /// Polishing can reverse their raw order, so they are ranked polished.
     fn best_within(all: &[Blocks], graph: &Graph, budget: u64, options: &crate::PlannerOptions) -> Option<Chosen> {
         let deadline = options.deadline;
         let mut candidates: Vec<(Candidate, usize, usize)> = Vec::new();

@@ -592,8 +592,6 @@ fn small_values(graph: &Graph, order: &[NodeId], fwd: &[NodeId]) -> Vec<NodeId> 
         .collect()
 }
 
-/// Merges adjacent stages (never into the loss) until at most `limit` remain, each time the
-/// adjacent pair with the least forward cost together.
 /// Stages 1..=L merged in pairs, the first pair starting at stage `offset + 1` (the loss
 /// stays alone).
 fn pair_stages(groups: Vec<Vec<NodeId>>, offset: usize) -> Vec<Vec<NodeId>> {
@@ -609,6 +607,8 @@ fn pair_stages(groups: Vec<Vec<NodeId>>, offset: usize) -> Vec<Vec<NodeId>> {
     paired
 }
 
+/// Merges adjacent stages (never into the loss) until at most `limit` remain, each time the
+/// adjacent pair with the least forward cost together.
 fn merge_stages(graph: &Graph, mut groups: Vec<Vec<NodeId>>, limit: usize) -> Vec<Vec<NodeId>> {
     let cost = |g: &[NodeId]| g.iter().map(|&v| graph.node(v).cost).sum::<f64>();
     while groups.len() > limit.max(2) {
