@@ -45,6 +45,11 @@ pub struct Node {
     /// (an elementwise op writing in place, XLA's buffer sharing): of the same bytes, not a
     /// view. Whether it does depends on the schedule; the memory model decides per step.
     pub reuses: Option<NodeId>,
+    /// Inputs this elementwise op can compute itself, per element, instead of reading them
+    /// (elementwise fusion): where the schedule recomputes such an input right before this
+    /// node, for this node alone, the memory model may fuse the two steps, so the
+    /// recomputed value is never materialized (see [`crate::Lifetimes::fused`]).
+    pub fuses: Vec<NodeId>,
     /// Part of the backward pass (from graph JSON; informational).
     pub backward: bool,
     /// The op name (e.g. `linalg.matmul`) when the graph came from MLIR.
@@ -69,6 +74,7 @@ impl NodeSpec {
             pure: true,
             view_of: None,
             reuses: None,
+            fuses: Vec::new(),
             backward: false,
             op: None,
             location: None,
@@ -108,6 +114,12 @@ impl NodeSpec {
         self.0.reuses = Some(input);
         self
     }
+    /// Lets the node compute `inputs` itself where they are recomputed for it alone (see
+    /// [`Node::fuses`]); each must be a predecessor that owns its memory.
+    pub fn fusing(mut self, inputs: &[NodeId]) -> Self {
+        self.0.fuses = inputs.to_vec();
+        self
+    }
     /// Sets the node's result bytes.
     pub fn with_bytes(mut self, bytes: u64) -> Self {
         self.0.bytes = bytes;
@@ -116,6 +128,10 @@ impl NodeSpec {
     /// The source of a view spec.
     pub fn view_source(&self) -> Option<NodeId> {
         self.0.view_of
+    }
+    /// Whether the spec is pure (may be executed more than once).
+    pub fn is_pure(&self) -> bool {
+        self.0.pure
     }
     /// Marks the node as part of the backward pass.
     pub fn backward(mut self, backward: bool) -> Self {
@@ -172,6 +188,17 @@ pub enum GraphError {
     /// A node reuses a buffer it cannot: not an input, a view, of other bytes, or itself a view.
     #[error("node {node} ('{name}') cannot reuse the buffer of node {input}: it must be an input of the same bytes that owns its memory")]
     InvalidReuse {
+        /// The node.
+        node: NodeId,
+        /// Its name.
+        name: String,
+        /// The input named.
+        input: NodeId,
+    },
+    /// A node claims to compute an input itself that it cannot: not an input, an argument,
+    /// a view, impure, or the node is a view or an argument itself.
+    #[error("node {node} ('{name}') cannot fuse node {input}: it must be a pure, computed input that owns its memory")]
+    InvalidFusion {
         /// The node.
         node: NodeId,
         /// Its name.
@@ -255,6 +282,11 @@ impl GraphBuilder {
                     return Err(GraphError::InvalidReuse { node, name: self.nodes[i].name.clone(), input });
                 }
             }
+            for &input in &self.nodes[i].fuses {
+                if !fusion_is_valid(&self.nodes, preds, i, input) {
+                    return Err(GraphError::InvalidFusion { node, name: self.nodes[i].name.clone(), input });
+                }
+            }
             if let Some(source) = self.nodes[i].view_of {
                 if !preds.contains(&source) {
                     return Err(GraphError::ViewSourceNotInput {
@@ -294,6 +326,15 @@ impl GraphBuilder {
         let topo = kahn_order(&self.preds, &succs);
         Ok(Graph { nodes: self.nodes, preds: self.preds, succs, topo })
     }
+}
+
+/// Whether node `i` (inputs `preds`) may compute `input` itself: see [`Node::fuses`].
+fn fusion_is_valid(nodes: &[Node], preds: &[NodeId], i: usize, input: NodeId) -> bool {
+    let (node, producer) = (&nodes[i], nodes.get(input.index()));
+    producer.is_some_and(|p| p.pure && !p.argument && p.view_of.is_none())
+        && preds.contains(&input)
+        && node.view_of.is_none()
+        && !node.argument
 }
 
 fn kahn_order(preds: &[Vec<NodeId>], succs: &[Vec<NodeId>]) -> Vec<NodeId> {
@@ -375,6 +416,26 @@ impl Graph {
     /// Total bytes of the pinned arguments.
     pub fn argument_bytes(&self) -> u64 {
         self.nodes.iter().filter(|n| n.argument).map(|n| n.bytes).sum()
+    }
+
+    /// Lets `consumer` compute `producers` itself (see [`Node::fuses`]), replacing what it had;
+    /// checked as [`GraphBuilder::finish`] checks it. For an importer that learns which pairs
+    /// can be fused after the graph is built.
+    pub fn set_fuses(&mut self, consumer: NodeId, producers: Vec<NodeId>) -> Result<(), GraphError> {
+        let i = consumer.index();
+        if let Some(&input) = producers.iter().find(|&&p| !self.can_fuse(consumer, p)) {
+            return Err(GraphError::InvalidFusion { node: consumer, name: self.nodes[i].name.clone(), input });
+        }
+        self.nodes[i].fuses = producers;
+        Ok(())
+    }
+    /// Whether `consumer` may be said to compute `producer` itself ([`Node::fuses`]'s rules).
+    pub fn can_fuse(&self, consumer: NodeId, producer: NodeId) -> bool {
+        fusion_is_valid(&self.nodes, &self.preds[consumer.index()], consumer.index(), producer)
+    }
+    /// Whether any node may fuse an input (the memory model then looks for fused steps).
+    pub fn has_fusions(&self) -> bool {
+        self.nodes.iter().any(|n| !n.fuses.is_empty())
     }
 
     /// Number of executable (non-argument) nodes.

@@ -8,6 +8,7 @@
 //! remat-opt's own extensions, written only where they differ from the default and read
 //! back: `"pure": false` (never recomputed), `"view_of": id` (a zero-byte view that keeps its
 //! source live), `"reuses": id` (an input whose buffer the node takes where that input dies),
+//! `"fuses": [id, …]` (inputs the node can compute itself where they are recomputed for it),
 //! `"op"` and `"loc"` (the MLIR op and location the node came from).
 
 use crate::graph::{Graph, GraphBuilder, NodeId, NodeSpec};
@@ -134,6 +135,13 @@ pub fn read_graph(text: &str) -> Result<Graph, JsonError> {
         if let Some(input) = node.get("reuses") {
             spec = spec.reusing(lookup(input, "reuses")?);
         }
+        if let Some(inputs) = node.get("fuses") {
+            let Value::Array(inputs) = inputs else {
+                return Err(JsonError::new(format!("node #{index}: 'fuses' must be a list of node ids")));
+            };
+            let inputs = inputs.iter().map(|v| lookup(v, "fuses")).collect::<Result<Vec<_>, _>>()?;
+            spec = spec.fusing(&inputs);
+        }
         if let Some(Value::String(op)) = node.get("op") {
             let loc = node.get("loc").and_then(Value::as_str).map(str::to_string);
             spec = spec.origin(op.clone(), loc);
@@ -170,6 +178,9 @@ pub fn write_graph(graph: &Graph, graph_attributes: &[(&str, Value)]) -> String 
         }
         if let Some(input) = n.reuses {
             obj.insert("reuses".into(), json!(input.0));
+        }
+        if !n.fuses.is_empty() {
+            obj.insert("fuses".into(), json!(n.fuses.iter().map(|p| p.0).collect::<Vec<_>>()));
         }
         if let Some(op) = &n.op {
             obj.insert("op".into(), json!(op));
@@ -329,9 +340,12 @@ mod tests {
             {"id": 0, "cost_ram": 100, "input": true},
             {"id": 1, "cost_ram": 8, "cost_cpu": 3},
             {"id": 2, "cost_ram": 0, "cost_cpu": 0, "view_of": 1},
-            {"id": 3, "cost_ram": 4, "cost_cpu": 1, "pure": false, "output": true}],
-            "edges": [{"source": 0, "target": 1}, {"source": 1, "target": 2}, {"source": 2, "target": 3}]}"#;
+            {"id": 3, "cost_ram": 4, "cost_cpu": 1, "pure": false, "output": true},
+            {"id": 4, "cost_ram": 8, "cost_cpu": 1, "output": true, "fuses": [1]}],
+            "edges": [{"source": 0, "target": 1}, {"source": 1, "target": 2}, {"source": 2, "target": 3},
+                      {"source": 1, "target": 4}]}"#;
         let g = read_graph(text).unwrap();
+        assert_eq!(g.node(NodeId(4)).fuses, vec![NodeId(1)]);
         let again = read_graph(&write_graph(&g, &[])).unwrap();
         assert_eq!(g.nodes(), again.nodes());
         let s = g.topological_schedule();
@@ -349,5 +363,16 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.message.contains("cycle"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_fusion_of_what_a_node_does_not_read_is_refused() {
+        let err = read_graph(
+            r#"{"nodes": [{"id": 0}, {"id": 1}, {"id": 2, "fuses": [0]}], "links": [{"source": 0, "target": 1}, {"source": 1, "target": 2}]}"#,
+        )
+        .unwrap_err();
+        assert!(err.message.contains("node 2 ('2') cannot fuse node 0"), "{}", err.message);
+        let err = read_graph(r#"{"nodes": [{"id": 0, "fuses": 1}]}"#).unwrap_err();
+        assert!(err.message.contains("'fuses' must be a list"), "{}", err.message);
     }
 }

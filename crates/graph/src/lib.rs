@@ -33,8 +33,8 @@ pub use bounds::lower_bound;
 pub use dtrlog::{looks_like_dtr_log, read_dtr_log, DtrLogError, DtrLogErrorKind};
 pub use graph::{Graph, GraphBuilder, GraphError, Node, NodeId, NodeSpec};
 pub use simulate::{
-    lifetimes, recompute_overhead, simulate, simulate_with_transfers, validate, Lifetimes, ScheduleError,
-    ScheduleErrorKind, Simulation, Transfer,
+    lifetimes, lifetimes_with_transfers, recompute_overhead, simulate, simulate_with_transfers, validate, Lifetimes,
+    ScheduleError, ScheduleErrorKind, Simulation, Transfer,
 };
 
 /// A plan: node executions in order. A node that occurs twice is recomputed.

@@ -22,11 +22,22 @@ pub struct RandomDag {
     /// Percent of ops that may write into an input's buffer ([`crate::Node::reuses`]; they take
     /// that input's bytes). 0 draws nothing extra, so other seeds' graphs are unchanged.
     pub reuse_percent: u64,
+    /// Percent of ops that may compute their pure, computed, non-view inputs themselves
+    /// ([`crate::Node::fuses`]). 0 draws nothing extra, so other seeds' graphs are unchanged.
+    pub fuse_percent: u64,
 }
 
 impl Default for RandomDag {
     fn default() -> Self {
-        RandomDag { ops: 20, arguments: 2, view_percent: 10, impure_percent: 5, output_percent: 10, reuse_percent: 0 }
+        RandomDag {
+            ops: 20,
+            arguments: 2,
+            view_percent: 10,
+            impure_percent: 5,
+            output_percent: 10,
+            reuse_percent: 0,
+            fuse_percent: 0,
+        }
     }
 }
 
@@ -42,6 +53,8 @@ impl RandomDag {
         let mut used = vec![false; self.arguments + self.ops];
         // Bytes of each node owning its buffer (0 for arguments and views: never reused).
         let mut own_bytes: Vec<u64> = vec![0; self.arguments];
+        // Whether a later op may fuse each node (pure ops that own their memory).
+        let mut fusable_input: Vec<bool> = vec![false; self.arguments];
         for i in 0..self.ops {
             let mut preds = Vec::new();
             if !ids.is_empty() {
@@ -73,6 +86,17 @@ impl RandomDag {
                     owned = reused;
                 }
             }
+            if self.fuse_percent > 0 && !spec_is_view(&spec) && rng.chance(self.fuse_percent) {
+                let fusable: Vec<NodeId> =
+                    preds.iter().copied().filter(|&p| fusable_input[p.index()]).fold(Vec::new(), |mut unique, p| {
+                        if !unique.contains(&p) {
+                            unique.push(p);
+                        }
+                        unique
+                    });
+                spec = spec.fusing(&fusable);
+            }
+            fusable_input.push(!spec_is_view(&spec) && spec_is_pure(&spec));
             for p in &preds {
                 used[p.index()] = true;
             }
@@ -90,6 +114,10 @@ impl RandomDag {
 
 fn spec_is_view(spec: &NodeSpec) -> bool {
     spec.view_source().is_some()
+}
+
+fn spec_is_pure(spec: &NodeSpec) -> bool {
+    spec.is_pure()
 }
 
 /// Shape of a random layered DAG with long edges: the synthetic benchmark class of

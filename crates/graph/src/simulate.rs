@@ -97,6 +97,8 @@ pub struct Simulation {
     pub cost: f64,
     /// Number of steps that re-execute a node already executed earlier.
     pub recomputations: usize,
+    /// Of those, the ones fused into the step after them ([`Lifetimes::fused`]).
+    pub fused_recomputations: usize,
     /// Host bytes held between each step and the next (all zero without transfers).
     pub host_step_bytes: Vec<u64>,
     /// The maximum of `host_step_bytes`.
@@ -149,6 +151,10 @@ pub struct Lifetimes {
     /// `reused[i]`: the instance whose buffer the step `i` takes for its result (its node
     /// [`reuses`](crate::Node::reuses) it, and it dies at step `i`).
     pub reused: Vec<Option<usize>>,
+    /// `fused[i]`: step `i` recomputes a value that step `i + 1` alone reads and computes
+    /// itself (its node [`fuses`](crate::Node::fuses) it): the two run as one fused op, the
+    /// value is never materialized, and its inputs live until step `i + 1`.
+    pub fused: Vec<bool>,
     /// Sum of the costs of all steps.
     pub cost: f64,
     /// Number of steps that re-execute a node already executed earlier.
@@ -157,6 +163,17 @@ pub struct Lifetimes {
 
 /// Validates `schedule` and computes the lifetime of every instance.
 pub fn lifetimes(graph: &Graph, schedule: &[NodeId]) -> Result<Lifetimes, ScheduleError> {
+    lifetimes_with_transfers(graph, schedule, &[])
+}
+
+/// [`lifetimes`] of a schedule with host `transfers` (not checked here): a step after which
+/// something is offloaded is never fused into the next, so every transfer's window keeps the
+/// reads it had.
+pub fn lifetimes_with_transfers(
+    graph: &Graph,
+    schedule: &[NodeId],
+    transfers: &[Transfer],
+) -> Result<Lifetimes, ScheduleError> {
     validate(graph, schedule)?;
     let steps = schedule.len();
     // latest[n] = the step whose instance of n is the most recent so far.
@@ -184,10 +201,14 @@ pub fn lifetimes(graph: &Graph, schedule: &[NodeId]) -> Result<Lifetimes, Schedu
         latest[node.index()] = Some(step);
         cost += graph.node(node).cost;
     }
+    // Instances whose storage an output holds at the end (its latest instance, or the source
+    // of a view that is): never a buffer a step may take.
+    let mut held_to_end = vec![false; steps];
     if steps > 0 {
         for out in graph.outputs() {
             if let Some(instance) = latest[out.index()] {
                 end[instance] = steps - 1;
+                held_to_end[instance] = true;
             }
         }
     }
@@ -195,18 +216,54 @@ pub fn lifetimes(graph: &Graph, schedule: &[NodeId]) -> Result<Lifetimes, Schedu
     for step in (0..steps).rev() {
         if let Some(source) = view_source[step] {
             end[source] = end[source].max(end[step]);
+            held_to_end[source] |= held_to_end[step];
         }
     }
     // A step takes its reused input's buffer when that instance dies there (nothing reads it
-    // later, no view of it lives on, and it is not an output): the instance's bytes leave as
+    // later, no view of it lives on, and no output holds it): the instance's bytes leave as
     // the step's arrive, so the step holds one buffer, not two.
-    let reused: Vec<Option<usize>> = reuse_input
-        .iter()
-        .enumerate()
-        .map(|(step, input)| input.filter(|&i| end[i] == step && !graph.node(schedule[i]).output))
-        .collect();
+    let reuse_at = |end: &[usize], step: usize, input: Option<usize>| {
+        input.filter(|&i| end[i] == step && !graph.node(schedule[i]).output && !held_to_end[i])
+    };
+    let mut reused: Vec<Option<usize>> =
+        reuse_input.iter().enumerate().map(|(step, &input)| reuse_at(&end, step, input)).collect();
+    let mut fused = vec![false; steps];
+    let mut step_bytes = step_bytes_of(graph, schedule, &end, &reused, &fused);
+    if graph.has_fusions() {
+        let (inputs, expected) =
+            fused_steps(graph, schedule, transfers, &end, &view_source, &reused, &step_bytes, &mut fused);
+        if !expected.is_empty() {
+            // The fused op reads the recomputed value's inputs: the instances that died at its
+            // step live one step longer. A fused consumer writes a buffer of its own.
+            for &instance in &inputs {
+                end[instance] += 1;
+            }
+            for step in 0..steps {
+                reused[step] = if step > 0 && fused[step - 1] { None } else { reuse_at(&end, step, reuse_input[step]) };
+            }
+            step_bytes = step_bytes_of(graph, schedule, &end, &reused, &fused);
+            debug_assert!(expected.iter().all(|&(step, bytes)| step_bytes[step] == bytes), "fused steps {expected:?}");
+        }
+    }
+    Ok(Lifetimes { end, view_source, step_bytes, reused, fused, cost, recomputations })
+}
+
+/// Bytes resident at each step: every instance from its step to its end, except a fused
+/// step's value (never materialized); a step that takes a dying input's buffer holds one
+/// buffer for both.
+fn step_bytes_of(
+    graph: &Graph,
+    schedule: &[NodeId],
+    end: &[usize],
+    reused: &[Option<usize>],
+    fused: &[bool],
+) -> Vec<u64> {
+    let steps = schedule.len();
     let mut delta = vec![0i128; steps + 1];
     for (step, &node) in schedule.iter().enumerate() {
+        if fused[step] {
+            continue;
+        }
         let bytes = graph.node(node).bytes as i128;
         delta[step] += bytes;
         delta[end[step] + 1] -= bytes;
@@ -221,7 +278,75 @@ pub fn lifetimes(graph: &Graph, schedule: &[NodeId]) -> Result<Lifetimes, Schedu
         current += d;
         step_bytes.push(current as u64);
     }
-    Ok(Lifetimes { end, view_source, step_bytes, reused, cost, recomputations })
+    step_bytes
+}
+
+/// Decides which steps fuse into the next (sets `fused`) and returns the instances whose life
+/// the fusions extend by one step (each once), and each fused op's step with the bytes it holds.
+///
+/// Step `i` fuses into step `i + 1` when `i` *recomputes* a node `P` (its first execution
+/// stays a buffer, so the input order and everything the lower bound counts about `P` stay as
+/// they are), step `i + 1`'s node fuses `P`, nothing but step `i + 1` reads this instance (nor
+/// is it an output), step `i` is not itself a fused consumer, no transfer offloads after step
+/// `i`, and the fused op holds no more than step `i + 1` did: with the value gone, the storage
+/// behind `P`'s inputs that died at `i` held one step longer, and the consumer's result in a
+/// buffer of its own. Those two steps are the only ones a fusion changes (step `i` then holds
+/// what was resident before it), so each decision is exact on its own and no step holds more
+/// than it would unfused: whatever a planner or polishing counts without fusion stays an
+/// upper bound.
+#[allow(clippy::too_many_arguments)]
+fn fused_steps(
+    graph: &Graph,
+    schedule: &[NodeId],
+    transfers: &[Transfer],
+    end: &[usize],
+    view_source: &[Option<usize>],
+    reused: &[Option<usize>],
+    step_bytes: &[u64],
+    fused: &mut [bool],
+) -> (Vec<usize>, Vec<(usize, u64)>) {
+    let steps = schedule.len();
+    let mut latest: Vec<Option<usize>> = vec![None; graph.len()];
+    let mut extended: Vec<usize> = Vec::new();
+    let mut candidate: Vec<usize> = Vec::new();
+    let mut holds = Vec::new();
+    for (i, &node) in schedule.iter().enumerate() {
+        let recomputed = latest[node.index()].is_some();
+        if recomputed
+            && i + 1 < steps
+            && !(i > 0 && fused[i - 1])
+            && end[i] == i + 1
+            && !graph.node(node).output
+            && graph.node(schedule[i + 1]).fuses.contains(&node)
+            && !transfers.iter().any(|t| t.offload_after == i || t.instance == i)
+        {
+            // The storage (and views of it) behind P's inputs that dies at step i.
+            candidate.clear();
+            let mut grown = 0u64;
+            for &p in graph.preds(node) {
+                let mut instance = latest[p.index()];
+                while let Some(k) = instance {
+                    if end[k] == i && !candidate.contains(&k) {
+                        candidate.push(k);
+                        if view_source[k].is_none() {
+                            grown += graph.node(schedule[k]).bytes;
+                        }
+                    }
+                    instance = view_source[k];
+                }
+            }
+            let consumer = graph.node(schedule[i + 1]);
+            let own_buffer = if reused[i + 1].is_some() { consumer.bytes } else { 0 };
+            let fused_bytes = step_bytes[i + 1] + grown + own_buffer - graph.node(node).bytes;
+            if fused_bytes <= step_bytes[i + 1] {
+                fused[i] = true;
+                extended.extend_from_slice(&candidate);
+                holds.push((i + 1, fused_bytes));
+            }
+        }
+        latest[node.index()] = Some(i);
+    }
+    (extended, holds)
 }
 
 /// The recompute overhead of a plan: `cost / baseline_cost − 1`, the extra work over the input
@@ -252,7 +377,9 @@ pub fn simulate_with_transfers(
     schedule: &[NodeId],
     transfers: &[Transfer],
 ) -> Result<Simulation, ScheduleError> {
-    let Lifetimes { end, view_source, mut step_bytes, cost, recomputations, .. } = lifetimes(graph, schedule)?;
+    let Lifetimes { end, view_source, mut step_bytes, cost, recomputations, fused, .. } =
+        lifetimes_with_transfers(graph, schedule, transfers)?;
+    let fused_recomputations = fused.iter().filter(|&&f| f).count();
     let steps = schedule.len();
     let mut host_step_bytes = vec![0u64; steps];
     let mut offloaded_bytes = 0;
@@ -291,6 +418,7 @@ pub fn simulate_with_transfers(
         peak_step,
         cost,
         recomputations,
+        fused_recomputations,
         host_step_bytes,
         host_peak_bytes,
         offloaded_bytes,
@@ -390,6 +518,78 @@ mod tests {
         assert_eq!(remat.step_bytes, vec![1, 2, 2, 2, 2, 3]);
         assert_eq!(remat.recomputations, 1);
         assert_eq!(remat.cost, 6.0);
+    }
+
+    /// x (argument) → p → f → big; c reads p and big and may compute p itself.
+    fn fusable_consumer(p_bytes: u64) -> (Graph, [NodeId; 4]) {
+        let mut g = GraphBuilder::new();
+        let x = g.add(NodeSpec::argument("x", 100), &[]);
+        let p = g.add(NodeSpec::op("p", p_bytes, 1.0), &[x]);
+        let f = g.add(NodeSpec::op("f", 100, 1.0), &[p]);
+        let big = g.add(NodeSpec::op("big", 500, 1.0), &[f]);
+        let c = g.add(NodeSpec::op("c", 100, 1.0).output().fusing(&[p]), &[p, big]);
+        (g.finish().unwrap(), [p, f, big, c])
+    }
+
+    #[test]
+    fn a_recomputation_read_by_its_fusing_consumer_alone_is_never_materialized() {
+        let (g, [p, f, big, c]) = fusable_consumer(100);
+        // Unfused, the recomputed p is resident beside big at steps 3 and 4.
+        let life = lifetimes(&g, &[p, f, big, p, c]).unwrap();
+        assert_eq!(life.fused, vec![false, false, false, true, false]);
+        assert_eq!(life.step_bytes, vec![100, 200, 600, 500, 600]);
+        assert_eq!(simulate(&g, &[p, f, big, p, c]).unwrap().cost, 5.0);
+        // The first execution is a buffer: the input order keeps its figures.
+        assert_eq!(simulate(&g, &[p, f, big, c]).unwrap().step_bytes, vec![100, 200, 700, 700]);
+        assert_eq!(lifetimes(&g, &[p, f, big, c]).unwrap().fused, vec![false; 4]);
+        // Read by something else before it dies, or offloaded: a buffer again.
+        let offloaded = [Transfer { instance: 0, offload_after: 3, prefetch_before: 4 }];
+        let kept = lifetimes_with_transfers(&g, &[p, f, big, p, c], &offloaded).unwrap();
+        assert_eq!(kept.fused, vec![false; 5]);
+    }
+
+    #[test]
+    fn a_fusion_that_would_hold_more_is_not_taken() {
+        // p is small and its input q large: fused, c would hold q instead of p.
+        let mut g = GraphBuilder::new();
+        let q = g.add(NodeSpec::op("q", 300, 1.0), &[]);
+        let p = g.add(NodeSpec::op("p", 10, 1.0), &[q]);
+        let big = g.add(NodeSpec::op("big", 500, 1.0), &[p]);
+        let c = g.add(NodeSpec::op("c", 100, 1.0).output().fusing(&[p]), &[p, big]);
+        let g = g.finish().unwrap();
+        // q recomputed for p, p for c: fused, q would live beside c (900 > 810 and 610).
+        let life = lifetimes(&g, &[q, p, big, q, p, c]).unwrap();
+        assert_eq!(life.fused, vec![false; 6]);
+        assert_eq!(life.step_bytes, vec![300, 310, 510, 800, 810, 610]);
+    }
+
+    #[test]
+    fn a_fused_consumer_writes_a_buffer_of_its_own() {
+        // c may also write into p where p dies at it; fused, p is gone and c needs its own.
+        let mut g = GraphBuilder::new();
+        let x = g.add(NodeSpec::argument("x", 100), &[]);
+        let p = g.add(NodeSpec::op("p", 100, 1.0), &[x]);
+        let big = g.add(NodeSpec::op("big", 500, 1.0), &[p]);
+        let c = g.add(NodeSpec::op("c", 100, 1.0).output().reusing(p).fusing(&[p]), &[p, big]);
+        let g = g.finish().unwrap();
+        let life = lifetimes(&g, &[p, big, p, c]).unwrap();
+        assert_eq!(life.fused, vec![false, false, true, false]);
+        assert_eq!(life.reused, vec![None; 4]);
+        assert_eq!(life.step_bytes, vec![100, 600, 500, 600]);
+    }
+
+    #[test]
+    fn a_buffer_an_output_view_holds_is_never_taken() {
+        // v is an output view of a; b may write into a where a dies, but a dies only at the
+        // end, where the output v still needs it.
+        let mut g = GraphBuilder::new();
+        let a = g.add(NodeSpec::op("a", 10, 1.0), &[]);
+        let v = g.add(NodeSpec::op("v", 0, 0.0).view_of(a).output(), &[a]);
+        let b = g.add(NodeSpec::op("b", 10, 1.0).output().reusing(a), &[a]);
+        let g = g.finish().unwrap();
+        let life = lifetimes(&g, &[a, v, b]).unwrap();
+        assert_eq!(life.reused, vec![None; 3]);
+        assert_eq!(life.step_bytes, vec![10, 10, 20]);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use remat_graph::random::{RandomDag, SplitMix64};
-use remat_graph::{simulate, Graph, NodeId};
+use remat_graph::{lifetimes, simulate, Graph, NodeId};
 
 /// Kumar et al. §2.1's U_i, over instances: instance j (made at step j) is resident at step i
 /// iff j == i, or a step k >= i reads it, or it is the final instance of an output, or a view
@@ -94,4 +94,58 @@ proptest! {
         prop_assert_eq!(&sim.step_bytes, &brute_force_memory(&g, &schedule));
         prop_assert!(sim.peak_bytes >= remat_graph::lower_bound(&g));
     }
+}
+
+/// The graph without fusions: every node reads what it reads, nothing computed inline.
+fn unfused(g: &Graph) -> Graph {
+    let mut plain = g.clone();
+    for id in g.ids() {
+        plain.set_fuses(id, Vec::new()).expect("no fusion is always valid");
+    }
+    plain
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+    /// A recomputation fused into its reader changes only the two steps it spans, never makes
+    /// a step hold more than the same schedule unfused, takes only a recomputation that the
+    /// next step alone reads and fuses, and keeps the peak at or above the lower bound.
+    #[test]
+    fn fused_recomputations_only_ever_lower_two_steps(seed in any::<u64>(), ops in 1usize..24, args in 0usize..3) {
+        let g = RandomDag { ops, arguments: args, fuse_percent: 60, reuse_percent: 30, ..RandomDag::default() }.generate(seed);
+        let schedule = random_schedule(&g, seed ^ 0x5eed);
+        let fused = lifetimes(&g, &schedule).expect("random schedules are valid");
+        let plain = lifetimes(&unfused(&g), &schedule).unwrap();
+        prop_assert_eq!(plain.fused.iter().filter(|&&f| f).count(), 0);
+        prop_assert_eq!(fused.cost, plain.cost);
+        for (i, &is_fused) in fused.fused.iter().enumerate() {
+            let in_pair = is_fused || (i > 0 && fused.fused[i - 1]);
+            if is_fused {
+                let node = schedule[i];
+                prop_assert!(schedule[..i].contains(&node), "step {} fuses a first execution", i);
+                prop_assert!(g.node(schedule[i + 1]).fuses.contains(&node));
+                prop_assert_eq!(plain.end[i], i + 1);
+                prop_assert!(!fused.fused.get(i + 1).copied().unwrap_or(false), "a chain of fusions at {}", i);
+            }
+            if in_pair {
+                prop_assert!(fused.step_bytes[i] <= plain.step_bytes[i], "step {}: {} > {}", i, fused.step_bytes[i], plain.step_bytes[i]);
+            } else {
+                prop_assert_eq!(fused.step_bytes[i], plain.step_bytes[i], "step {} outside a fused pair", i);
+            }
+        }
+        let peak = fused.step_bytes.iter().copied().max().unwrap_or(0);
+        prop_assert!(peak >= remat_graph::lower_bound(&g), "peak {} below the lower bound {}", peak, remat_graph::lower_bound(&g));
+    }
+}
+
+/// The property above sees fused steps: over fixed seeds, enough schedules fuse something.
+#[test]
+fn random_schedules_do_fuse() {
+    let fusing = (0..200u64)
+        .filter(|&seed| {
+            let g = RandomDag { ops: 20, fuse_percent: 60, ..RandomDag::default() }.generate(seed);
+            lifetimes(&g, &random_schedule(&g, seed ^ 0x5eed)).unwrap().fused.contains(&true)
+        })
+        .count();
+    assert!(fusing >= 40, "only {fusing} of 200 schedules fused a recomputation");
 }

@@ -61,6 +61,17 @@ pub fn fusion_candidates(imported: &ImportedFunction) -> Vec<FusionPair> {
     pairs
 }
 
+/// Fuses the generic defining `producer_result` into `consumer` (cloning it if it has other
+/// users) and returns the fused op, which replaces `consumer`; `None` when they cannot be
+/// fused (nothing changed).
+pub(crate) fn fuse_into(
+    consumer: mlir_sys::MlirOperation,
+    producer_result: mlir_sys::MlirValue,
+) -> Option<mlir_sys::MlirOperation> {
+    let op = unsafe { rematFuse(consumer, producer_result) };
+    (!op.ptr.is_null()).then_some(op)
+}
+
 /// Fuses `pairs` in order and returns how many were fused; the first pair that cannot be fused
 /// ends it (whoever chose the pairs judged each on the ones before it). `imported` is stale
 /// afterwards: import the function again.

@@ -11,6 +11,11 @@
 //! (`outs(%input)`): bufferization writes in place (the access is elementwise), and the unused
 //! init ops are erased at the end.
 //!
+//! Fused recomputations ([`remat_graph::Lifetimes::fused`]): where the memory model fuses a
+//! recomputation into the step after it, the clone is fused into that step's op with
+//! upstream's elementwise fusion (`cpp/fuse.cpp`), so the recomputed value is never
+//! materialized; the clone and its init ops are erased.
+//!
 //! Host transfers ([`Transfer`]): after the offload step, the instance's tensor results are
 //! copied to host memory, `bufferization.alloc_tensor() copy(%v) {memory_space = 1 : i64}`;
 //! right before the prefetch step they are copied back, `alloc_tensor() copy(%h)
@@ -22,7 +27,7 @@
 use crate::import::ImportedFunction;
 use crate::ir::{self, Op, Val};
 use indexmap::IndexMap;
-use remat_graph::{lifetimes, simulate_with_transfers, validate, NodeId, Transfer};
+use remat_graph::{lifetimes_with_transfers, simulate_with_transfers, validate, NodeId, Transfer};
 
 /// The discardable attribute that marks a rematerialized (cloned) op.
 pub const RECOMPUTE_ATTRIBUTE: &str = "remat.recompute";
@@ -39,6 +44,8 @@ pub struct RewriteStats {
     pub cloned_ops: usize,
     /// Copies to the host and back inserted (two per transferred tensor).
     pub copies: usize,
+    /// Recomputations fused into the op that reads them ([`remat_graph::Lifetimes::fused`]).
+    pub fused: usize,
 }
 
 /// Materializes `schedule` in the function `imported` came from.
@@ -63,7 +70,12 @@ pub fn apply_plan(
     } else {
         simulate_with_transfers(&imported.graph, schedule, transfers)?;
     }
-    let reused = lifetimes(&imported.graph, schedule)?.reused;
+    let life = lifetimes_with_transfers(&imported.graph, schedule, transfers)?;
+    let (reused, fused) = (life.reused, life.fused);
+    // The ops the previous step placed (a fused recomputation's init ops go unused).
+    let mut previous_step_ops: Vec<Op> = Vec::new();
+    // Fused recomputations: (consumer op, the recomputed value it reads, the clone's init ops).
+    let mut fusions: Vec<(Op, Val, Vec<Op>)> = Vec::new();
     // Init ops of steps that write in place: erased once every clone has been made.
     let mut unused_inits: Vec<Op> = Vec::new();
     // The original init value of each node that may write in place.
@@ -102,6 +114,7 @@ pub fn apply_plan(
         let group = &imported.groups[node.index()];
         let first = !executed[node.index()];
         executed[node.index()] = true;
+        let mut placed_ops: Vec<Op> = Vec::with_capacity(group.len());
         for (k, &op) in group.iter().enumerate() {
             let placed = if first {
                 ir::move_before(op, terminator);
@@ -133,7 +146,18 @@ pub fn apply_plan(
                     write_in_place(placed, &mut unused_inits);
                 }
             }
+            placed_ops.push(placed);
         }
+        if step > 0 && fused[step - 1] {
+            // The memory model fused the previous step's recomputation into this one; fused
+            // once every clone is made (the consumer may be an original that later steps clone).
+            let producer = imported.mains[schedule[step - 1].index()].expect("a fused node is a generic");
+            let value = latest[&ir::value_key(ir::results(producer)[0])];
+            let consumer = *placed_ops.last().expect("a node has ops");
+            let inits = previous_step_ops[..previous_step_ops.len().saturating_sub(1)].to_vec();
+            fusions.push((consumer, value, inits));
+        }
+        previous_step_ops = placed_ops;
         for (k, t) in transfers.iter().enumerate().filter(|(_, t)| t.offload_after == step) {
             let main = imported.mains[schedule[t.instance].index()].expect("transfers move computed values");
             let mut copies = Vec::new();
@@ -146,6 +170,19 @@ pub fn apply_plan(
         }
     }
     rewire(terminator, &original_of, &latest);
+    for (consumer, value, inits) in fusions {
+        // The consumer computes the recomputed value per element: the clone and its inits go.
+        if crate::fuse::fuse_into(consumer, value).is_some() {
+            for init in inits {
+                if !unused_inits.iter().any(|u| u.ptr == init.ptr) {
+                    unused_inits.push(init);
+                }
+            }
+            stats.fused += 1;
+        } else {
+            tracing::error!("the memory model fused a recomputation the IR cannot fuse");
+        }
+    }
     // Last uses first: an init's own inits (a fill's empty) lose their use when it goes.
     while let Some(op) = unused_inits.pop() {
         if ir::results(op).into_iter().all(|r| ir::uses(r).is_empty()) {
@@ -275,7 +312,7 @@ mod tests {
             #3 func.return(#2)
             ",
         );
-        assert_eq!(stats, RewriteStats { moved_ops: 3, cloned_ops: 0, copies: 0 });
+        assert_eq!(stats, RewriteStats { moved_ops: 3, cloned_ops: 0, copies: 0, fused: 0 });
     }
 
     #[test]
@@ -292,7 +329,7 @@ mod tests {
             #4 func.return(#3)
             ",
         );
-        assert_eq!(stats, RewriteStats { moved_ops: 3, cloned_ops: 1, copies: 0 });
+        assert_eq!(stats, RewriteStats { moved_ops: 3, cloned_ops: 1, copies: 0, fused: 0 });
         assert!(
             text.contains(
                 r#"%2 = "stablehlo.exponential"(%arg0) {remat.recompute} : (tensor<4xf32>) -> tensor<4xf32>"#
@@ -334,7 +371,7 @@ mod tests {
             #3 func.return(#2, #1)
             ",
         );
-        assert_eq!(stats, RewriteStats { moved_ops: 3, cloned_ops: 0, copies: 0 });
+        assert_eq!(stats, RewriteStats { moved_ops: 3, cloned_ops: 0, copies: 0, fused: 0 });
     }
 
     #[test]
@@ -361,8 +398,68 @@ mod tests {
             #11 func.return(#10)
             ",
         );
-        assert_eq!(stats, RewriteStats { moved_ops: 7, cloned_ops: 4, copies: 0 });
+        assert_eq!(stats, RewriteStats { moved_ops: 7, cloned_ops: 4, copies: 0, fused: 0 });
         assert_eq!(text.matches(RECOMPUTE_ATTRIBUTE).count(), 2, "{text}");
+    }
+
+    #[test]
+    fn a_fused_recomputation_is_computed_inside_its_reader() {
+        // a = exp(x) is read by b and by c; c may compute a itself. Recomputed right before c,
+        // for c alone, the clone is fused into c: no op computes a twice as a buffer.
+        let input = r#"
+            #map = affine_map<(d0) -> (d0)>
+            func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+              %e0 = tensor.empty() : tensor<4xf32>
+              %a = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]}
+                  ins(%x : tensor<4xf32>) outs(%e0 : tensor<4xf32>) {
+              ^bb0(%in: f32, %out: f32):
+                %r = math.exp %in : f32
+                linalg.yield %r : f32
+              } -> tensor<4xf32>
+              %e1 = tensor.empty() : tensor<4xf32>
+              %b = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]}
+                  ins(%a : tensor<4xf32>) outs(%e1 : tensor<4xf32>) {
+              ^bb0(%in: f32, %out: f32):
+                %r = arith.negf %in : f32
+                linalg.yield %r : f32
+              } -> tensor<4xf32>
+              %e2 = tensor.empty() : tensor<4xf32>
+              %c = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]}
+                  ins(%a, %b : tensor<4xf32>, tensor<4xf32>) outs(%e2 : tensor<4xf32>) {
+              ^bb0(%in: f32, %in2: f32, %out: f32):
+                %r = arith.mulf %in, %in2 : f32
+                linalg.yield %r : f32
+              } -> tensor<4xf32>
+              return %b, %c : tensor<4xf32>, tensor<4xf32>
+            }
+        "#;
+        let context = RematContext::new();
+        let module = context.parse(input, "rewrite.mlir").unwrap();
+        let mut imported = import(&module, None, &ImportOptions::default()).unwrap();
+        let [a, b, c] = [1, 2, 3].map(NodeId);
+        imported.graph.set_fuses(c, vec![a]).unwrap();
+        let schedule = [a, b, a, c];
+        assert_eq!(remat_graph::lifetimes(&imported.graph, &schedule).unwrap().fused, [false, false, true, false]);
+        let stats = apply_schedule(&imported, &schedule).unwrap();
+        let text = module.as_operation().to_string();
+        context.verify(&module).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+        assert_eq!(
+            body_text(&imported),
+            lines(
+                "
+                #0 tensor.empty()
+                #1 linalg.generic(%arg0, #0)
+                #2 tensor.empty()
+                #3 linalg.generic(#1, #2)
+                #4 tensor.empty()
+                #5 linalg.generic(%arg0, #3, #4)
+                #6 func.return(#3, #5)
+                "
+            ),
+            "\n{text}"
+        );
+        assert_eq!(stats, RewriteStats { moved_ops: 6, cloned_ops: 2, copies: 0, fused: 1 });
+        assert!(text.contains("math.exp") && text.matches("math.exp").count() == 2, "{text}");
     }
 
     #[test]
@@ -397,7 +494,7 @@ mod tests {
             #5 func.return(#4)
             ",
         );
-        assert_eq!(stats, RewriteStats { moved_ops: 4, cloned_ops: 1, copies: 0 });
+        assert_eq!(stats, RewriteStats { moved_ops: 4, cloned_ops: 1, copies: 0, fused: 0 });
     }
 
     #[test]
@@ -447,7 +544,7 @@ mod tests {
             #6 func.return(#5)
             ",
         );
-        assert_eq!(stats, RewriteStats { moved_ops: 4, cloned_ops: 0, copies: 2 });
+        assert_eq!(stats, RewriteStats { moved_ops: 4, cloned_ops: 0, copies: 2, fused: 0 });
     }
 
     #[test]

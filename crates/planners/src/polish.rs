@@ -19,7 +19,14 @@
 //! Views nothing reads aside, views are never dropped (a view re-made from a newer source instance would pin an older
 //! one), nor are instances that views were made from. Where a step takes the buffer of an
 //! instance that dies there ([`remat_graph::Node::reuses`]), extending that instance costs the
-//! step a buffer of its own too, which the bookkeeping counts.
+//! step a buffer of its own too, which the bookkeeping counts. A recomputation fused into its
+//! reader ([`remat_graph::Lifetimes::fused`]) holds no bytes: dropping it keeps the previous
+//! instance alive through its reader, and it is never made to live on for a later reader;
+//! each round's exact re-simulation decides fusions afresh, and a fusion never makes a step
+//! hold more than it would unfused. Fusions decided afresh can still undo one the bookkeeping
+//! counted on (a reader's buffer reuse returns once an input dies there, so fusing no longer
+//! pays): where a round's schedule then exceeds what was allowed, the longest prefix of its
+//! drops that fits is kept (a bisection of exact re-simulations), and polishing stops.
 
 use crate::Deadline;
 use remat_graph::{lifetimes, Graph, Schedule};
@@ -67,13 +74,22 @@ pub fn polish_until(
         }
         let mut previous = vec![usize::MAX; steps];
         let mut last_seen = vec![usize::MAX; graph.len()];
+        // following[j]: the node's next instance after j.
+        let mut following = vec![usize::MAX; steps];
         for (j, &u) in schedule.iter().enumerate() {
             previous[j] = last_seen[u.index()];
+            if previous[j] != usize::MAX {
+                following[previous[j]] = j;
+            }
             last_seen[u.index()] = j;
         }
         // An instance nothing reads (an output's latest instance is read by the end of the step).
         let unread =
             |j: usize| !(end[j] > j || (graph.node(schedule[j]).output && last_seen[schedule[j].index()] == j));
+        // A recomputation fused into its reader ([`remat_graph::Lifetimes::fused`]) holds no
+        // bytes: dropping it keeps the previous instance alive up to the reader, and it is never
+        // kept alive itself for a later reader. Dropping its reader leaves it a buffer nothing
+        // reads, for one step (the next round drops it).
         let mut candidates: Vec<usize> = (0..steps)
             .filter(|&j| {
                 !has_views[j]
@@ -88,6 +104,10 @@ pub fn polish_until(
         candidates
             .sort_by(|&a, &b| graph.node(schedule[b]).cost.total_cmp(&graph.node(schedule[a]).cost).then(b.cmp(&a)));
         let mut removed = vec![false; steps];
+        // The drops in the order taken (each judged on the ones before it).
+        let mut taken: Vec<usize> = Vec::new();
+        // Fused recomputations as this round's drops leave them.
+        let mut fused = life.fused.clone();
         let mut dropped = 0;
         // Instances of each node not dropped: every node keeps one (the schedule's rule).
         let mut instances = vec![0usize; graph.len()];
@@ -103,6 +123,19 @@ pub fn polish_until(
             while i != usize::MAX && removed[i] {
                 i = previous[i];
             }
+            // The recomputation fused into j, unfused once j goes: its buffer at its own step.
+            let unfused = (j > 0 && fused[j - 1] && !removed[j - 1]).then(|| graph.node(schedule[j - 1]).bytes as i128);
+            if let Some(held) = unfused {
+                if memory.max(j - 1, j - 1) + held > target as i128 {
+                    continue;
+                }
+                memory.add(j - 1, j - 1, held);
+            }
+            let keep = |memory: &mut MaxTree| {
+                if let Some(held) = unfused {
+                    memory.add(j - 1, j - 1, -held);
+                }
+            };
             let bytes = graph.node(schedule[j]).bytes as i128;
             // An output's latest instance is read by the end of the step even at the last step.
             let read = end[j] > j || (graph.node(schedule[j]).output && last_seen[schedule[j].index()] == j);
@@ -110,27 +143,65 @@ pub fn polish_until(
                 // An instance nothing reads with no earlier one, or a view nothing reads: dropped
                 // when its node keeps another instance. The lowering erases such an op, so
                 // keeping it would plan a buffer (or a pinned source) that never exists.
-                if read || instances[schedule[j].index()] < 2 {
+                // The node's next instance becomes its first, which is never fused.
+                let mut next = following[j];
+                while next != usize::MAX && removed[next] {
+                    next = following[next];
+                }
+                let unfuses_next = i == usize::MAX && next != usize::MAX && fused[next];
+                if read || instances[schedule[j].index()] < 2 || unfuses_next {
+                    keep(&mut memory);
                     continue;
                 }
                 memory.add(j, j, -(1i128 << 100));
                 removed[j] = true;
+                taken.push(j);
                 instances[schedule[j].index()] -= 1;
                 dropped += 1;
+                if unfused.is_some() {
+                    fused[j - 1] = false;
+                }
                 continue;
             }
             // A step that took i's buffer where i died needs a buffer of its own once i lives on.
             let taken_at_end = taken_at[i] == Some(end[i]);
-            if read && end[i] < j {
-                // The gap (end[i], j) must fit the value held over it.
-                let start = if taken_at_end { end[i] } else { end[i] + 1 };
+            if fused[j] {
+                // Fused, j held nothing: i lives on through j's reader, which now reads it.
+                if end[i] < end[j] {
+                    let start = if fused[i] {
+                        i
+                    } else if taken_at_end {
+                        end[i]
+                    } else {
+                        end[i] + 1
+                    };
+                    if memory.max(start, end[j]) + bytes > target as i128 {
+                        keep(&mut memory);
+                        continue;
+                    }
+                    memory.add(start, end[j], bytes);
+                    taken_at[i] = None;
+                    fused[i] = false;
+                }
+            } else if read && end[i] < j {
+                // The gap (end[i], j) must fit the value held over it; a fused i becomes a
+                // buffer from its own step on.
+                let start = if fused[i] {
+                    i
+                } else if taken_at_end {
+                    end[i]
+                } else {
+                    end[i] + 1
+                };
                 if start < j {
                     if memory.max(start, j - 1) + bytes > target as i128 {
+                        keep(&mut memory);
                         continue;
                     }
                     memory.add(start, j - 1, bytes);
                 }
                 taken_at[i] = taken_at[j];
+                fused[i] = false;
             } else if read {
                 // Both instances were live at once over [j, min(end[i], end[j])] — except at i's
                 // end if a step took its buffer there and i now lives on: that step held one
@@ -147,13 +218,45 @@ pub fn polish_until(
             end[i] = end[i].max(if read { end[j] } else { i });
             memory.add(j, j, -(1i128 << 100));
             removed[j] = true;
+            taken.push(j);
             instances[schedule[j].index()] -= 1;
             dropped += 1;
+            if unfused.is_some() {
+                fused[j - 1] = false;
+            }
         }
         if dropped == 0 {
             break;
         }
-        schedule = schedule.iter().enumerate().filter(|&(j, _)| !removed[j]).map(|(_, &u)| u).collect();
+        let without = |drops: &[usize]| -> Schedule {
+            let mut gone = vec![false; steps];
+            for &j in drops {
+                gone[j] = true;
+            }
+            schedule.iter().enumerate().filter(|&(j, _)| !gone[j]).map(|(_, &u)| u).collect()
+        };
+        let allowed = target.max(life.step_bytes.iter().copied().max().unwrap_or(0));
+        let peak = |s: &[remat_graph::NodeId]| {
+            lifetimes(graph, s).map_or(u64::MAX, |l| l.step_bytes.into_iter().max().unwrap_or(0))
+        };
+        let polished = without(&taken);
+        if !graph.has_fusions() || peak(&polished) <= allowed {
+            schedule = polished;
+            continue;
+        }
+        // Fusions decided afresh can undo one the bookkeeping counted on (a reader's reuse
+        // returns, so fusing no longer pays): keep the longest prefix of the drops that fits.
+        let (mut fits, mut over) = (0, taken.len());
+        while over - fits > 1 {
+            let mid = (fits + over) / 2;
+            if peak(&without(&taken[..mid])) <= allowed {
+                fits = mid;
+            } else {
+                over = mid;
+            }
+        }
+        schedule = without(&taken[..fits]);
+        break;
     }
     (schedule, cut)
 }

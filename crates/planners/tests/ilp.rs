@@ -113,9 +113,15 @@ fn the_order_free_optimum_is_the_optimum_over_all_schedules() {
     let (mut cases, mut infeasible, mut fixed_worse, mut fixed_infeasible, mut excess) = (0, 0, 0, 0, Vec::new());
     for seed in 0..40u64 {
         let ops = 4 + (seed % 5) as usize;
-        let g =
-            RandomDag { ops, arguments: 1, view_percent: 0, impure_percent: 5, output_percent: 15, reuse_percent: 0 }
-                .generate(seed);
+        let g = RandomDag {
+            ops,
+            arguments: 1,
+            view_percent: 0,
+            impure_percent: 5,
+            output_percent: 15,
+            ..RandomDag::default()
+        }
+        .generate(seed);
         let order = g.topological_schedule();
         let baseline = simulate(&g, &order).unwrap().peak_bytes;
         // Feasibility is monotone in the budget: bisect for the least feasible one.

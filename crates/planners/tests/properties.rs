@@ -117,10 +117,11 @@ proptest! {
 
         /// Polishing keeps a schedule valid, never adds cost, and never lifts the peak above its
     /// target when the schedule was within it — also where ops write into dying inputs'
-    /// buffers, which extending an instance can cancel.
+    /// buffers, which extending an instance can cancel, and where recomputations fuse into
+    /// their readers, which dropping one can undo.
     #[test]
-    fn polishing_keeps_the_target_and_never_adds_cost(seed in any::<u64>(), ops in 1usize..40, percent in 30u64..130, reuse in prop_oneof![Just(0u64), Just(50)]) {
-        let g = RandomDag { ops, reuse_percent: reuse, ..RandomDag::default() }.generate(seed);
+    fn polishing_keeps_the_target_and_never_adds_cost(seed in any::<u64>(), ops in 1usize..40, percent in 30u64..130, reuse in prop_oneof![Just(0u64), Just(50)], fuse in prop_oneof![Just(0u64), Just(60)]) {
+        let g = RandomDag { ops, reuse_percent: reuse, fuse_percent: fuse, ..RandomDag::default() }.generate(seed);
         let order = g.topological_schedule();
         let baseline = simulate(&g, &order).unwrap().peak_bytes;
         let budget = baseline * percent / 100;

@@ -28,6 +28,8 @@ pub struct FusionSummary {
     pub cost_before: f64,
     /// The proven lower bound of the unfused graph.
     pub lower_bound_before: u64,
+    /// Pairs left unfused whose producer a plan may recompute inside the consumer.
+    pub fusable_recomputations: usize,
 }
 
 /// Fuses `imported` as `options.fusion` says; `None` for `FusionMode::None`.
@@ -50,6 +52,7 @@ pub fn fuse(
         peak_before: before.peak_bytes,
         cost_before: before.cost,
         lower_bound_before: lower_bound(&imported.graph),
+        fusable_recomputations: 0,
     };
     // Imported again with the options' import settings (buffer reuse), whoever imported it.
     let mut imported = imported.reimport(&options.import_options())?;
@@ -71,5 +74,29 @@ pub fn fuse(
         summary.fused += fused;
         tracing::debug!(round = summary.rounds, fused, nodes = imported.graph.op_count(), "fusion round");
     }
+    summary.fusable_recomputations = mark_fusable_recomputations(&mut imported);
     Ok((imported, Some(summary)))
+}
+
+/// Records on the graph the pairs left unfused that can still be fused (`Node::fuses`): where a
+/// plan recomputes such a producer right before the consumer, for it alone, the memory model
+/// fuses the two and the rewriter fuses the clone into the consumer. Returns how many pairs.
+fn mark_fusable_recomputations(imported: &mut ImportedFunction) -> usize {
+    // Candidates come consumer by consumer.
+    let mut by_consumer: Vec<(remat_graph::NodeId, Vec<remat_graph::NodeId>)> = Vec::new();
+    for pair in fusion_candidates(imported) {
+        if !imported.graph.can_fuse(pair.consumer, pair.producer) {
+            continue;
+        }
+        match by_consumer.last_mut() {
+            Some((consumer, producers)) if *consumer == pair.consumer => producers.push(pair.producer),
+            _ => by_consumer.push((pair.consumer, vec![pair.producer])),
+        }
+    }
+    let mut pairs = 0;
+    for (consumer, producers) in by_consumer {
+        pairs += producers.len();
+        imported.graph.set_fuses(consumer, producers).expect("each pair was checked");
+    }
+    pairs
 }

@@ -38,6 +38,8 @@ pub struct Report {
     pub plan_cost: f64,
     /// Steps that recompute a node.
     pub recomputed_ops: usize,
+    /// Of those, the ones computed inside the op that reads them (never materialized).
+    pub fused_recomputations: usize,
     /// Seconds spent planning.
     pub plan_seconds: f64,
     /// The strategy's schedule before polishing: peak, cost, recomputed steps.
@@ -88,6 +90,7 @@ impl Report {
             plan_peak_bytes: plan.simulation.peak_bytes,
             plan_cost: plan.simulation.cost,
             recomputed_ops: plan.simulation.recomputations,
+            fused_recomputations: plan.simulation.fused_recomputations,
             plan_seconds: plan.plan_seconds,
             raw: (plan.raw.peak_bytes, plan.raw.cost, plan.raw.recomputations),
             stop: plan.details.stop,
@@ -170,6 +173,9 @@ impl Report {
                 "recomputed_ops": self.recomputed_ops,
             },
         });
+        if self.fused_recomputations > 0 {
+            v["plan"]["fused_recomputations"] = json!(self.fused_recomputations);
+        }
         if self.polished() {
             let (peak, cost, recomputed) = self.raw;
             let overhead = recompute_overhead(cost, self.baseline_cost);
@@ -193,6 +199,7 @@ impl Report {
                 "unfused_cost": f.cost_before,
                 "unfused_lower_bound_bytes": f.lower_bound_before,
                 "saved_bytes": f.peak_before.saturating_sub(self.baseline_peak_bytes),
+                "fusable_pairs": f.fusable_recomputations,
             });
         }
         v["stop"] = stop_json(&self.stop);
@@ -270,6 +277,12 @@ impl Report {
             100.0 * self.recompute_overhead(),
             self.recomputed_ops
         ));
+        if self.fused_recomputations > 0 {
+            s.push_str(&format!(
+                "  {:<16}  {} of them computed inside the op that reads them\n",
+                "fused", self.fused_recomputations
+            ));
+        }
         if self.polished() {
             let (peak, cost, recomputed) = self.raw;
             let overhead = recompute_overhead(cost, self.baseline_cost);
