@@ -20,28 +20,14 @@ pub fn lower_bound(graph: &Graph) -> u64 {
         if node.argument {
             continue;
         }
-        roots.clear();
-        roots.push(graph.storage_root(id));
-        for &p in graph.preds(id) {
-            let root = graph.storage_root(p);
-            if !roots.contains(&root) {
-                roots.push(root);
-            }
-        }
         let shared = node.reuses.filter(|&input| !graph.node(input).output).map_or(0, |input| graph.node(input).bytes);
-        let mut footprint = resident_bytes(graph, &roots) - shared;
+        let mut footprint = step_bytes(graph, id, graph.preds(id).iter().copied(), &mut roots) - shared;
         // Run fused with a recomputation of an input, it reads that input's inputs instead
         // (and writes a buffer of its own); the input's own step keeps its term.
         for &fused in &node.fuses {
-            roots.clear();
-            roots.push(graph.storage_root(id));
-            for &p in graph.preds(id).iter().filter(|&&p| p != fused).chain(graph.preds(fused)) {
-                let root = graph.storage_root(p);
-                if !roots.contains(&root) {
-                    roots.push(root);
-                }
-            }
-            footprint = footprint.min(resident_bytes(graph, &roots));
+            let inputs =
+                graph.preds(id).iter().copied().filter(|&p| p != fused).chain(graph.preds(fused).iter().copied());
+            footprint = footprint.min(step_bytes(graph, id, inputs, &mut roots));
         }
         best = best.max(footprint);
     }
@@ -49,6 +35,20 @@ pub fn lower_bound(graph: &Graph) -> u64 {
     outputs.sort();
     outputs.dedup();
     best.max(resident_bytes(graph, &outputs))
+}
+
+/// The bytes behind `id`'s result and `inputs` (each storage root once, arguments excluded);
+/// `roots` is scratch space.
+fn step_bytes(graph: &Graph, id: NodeId, inputs: impl Iterator<Item = NodeId>, roots: &mut Vec<NodeId>) -> u64 {
+    roots.clear();
+    roots.push(graph.storage_root(id));
+    for p in inputs {
+        let root = graph.storage_root(p);
+        if !roots.contains(&root) {
+            roots.push(root);
+        }
+    }
+    resident_bytes(graph, roots)
 }
 
 fn resident_bytes(graph: &Graph, roots: &[NodeId]) -> u64 {

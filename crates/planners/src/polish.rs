@@ -165,40 +165,34 @@ pub fn polish_until(
             }
             // A step that took i's buffer where i died needs a buffer of its own once i lives on.
             let taken_at_end = taken_at[i] == Some(end[i]);
+            // Where i, living on, starts to hold bytes it did not: a fused i from its own step
+            // (it was never a buffer), else that step, else the step past its end.
+            let held_from = if fused[i] {
+                i
+            } else if taken_at_end {
+                end[i]
+            } else {
+                end[i] + 1
+            };
             if fused[j] {
                 // Fused, j held nothing: i lives on through j's reader, which now reads it.
                 if end[i] < end[j] {
-                    let start = if fused[i] {
-                        i
-                    } else if taken_at_end {
-                        end[i]
-                    } else {
-                        end[i] + 1
-                    };
-                    if memory.max(start, end[j]) + bytes > target as i128 {
+                    if memory.max(held_from, end[j]) + bytes > target as i128 {
                         keep(&mut memory);
                         continue;
                     }
-                    memory.add(start, end[j], bytes);
+                    memory.add(held_from, end[j], bytes);
                     taken_at[i] = None;
                     fused[i] = false;
                 }
             } else if read && end[i] < j {
-                // The gap (end[i], j) must fit the value held over it; a fused i becomes a
-                // buffer from its own step on.
-                let start = if fused[i] {
-                    i
-                } else if taken_at_end {
-                    end[i]
-                } else {
-                    end[i] + 1
-                };
-                if start < j {
-                    if memory.max(start, j - 1) + bytes > target as i128 {
+                // The gap (end[i], j) must fit the value held over it.
+                if held_from < j {
+                    if memory.max(held_from, j - 1) + bytes > target as i128 {
                         keep(&mut memory);
                         continue;
                     }
-                    memory.add(start, j - 1, bytes);
+                    memory.add(held_from, j - 1, bytes);
                 }
                 taken_at[i] = taken_at[j];
                 fused[i] = false;
