@@ -335,13 +335,14 @@ fn fused_steps(
                     instance = view_source[k];
                 }
             }
-            let consumer = graph.node(schedule[i + 1]);
-            let own_buffer = if reused[i + 1].is_some() { consumer.bytes } else { 0 };
-            let fused_bytes = step_bytes[i + 1] + grown + own_buffer - graph.node(node).bytes;
-            if fused_bytes <= step_bytes[i + 1] {
+            // Fused, step i + 1 gains the grown inputs and (where it took a dying input's
+            // buffer) a buffer of its own, and loses P's result.
+            let own_buffer = if reused[i + 1].is_some() { graph.node(schedule[i + 1]).bytes } else { 0 };
+            let saved = graph.node(node).bytes;
+            if grown + own_buffer <= saved {
                 fused[i] = true;
                 extended.extend_from_slice(&candidate);
-                holds.push((i + 1, fused_bytes));
+                holds.push((i + 1, step_bytes[i + 1] + grown + own_buffer - saved));
             }
         }
         latest[node.index()] = Some(i);

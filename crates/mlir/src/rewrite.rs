@@ -174,9 +174,7 @@ pub fn apply_plan(
         // The consumer computes the recomputed value per element: the clone and its inits go.
         if crate::fuse::fuse_into(consumer, value).is_some() {
             for init in inits {
-                if !unused_inits.iter().any(|u| u.ptr == init.ptr) {
-                    unused_inits.push(init);
-                }
+                mark_unused(&mut unused_inits, init);
             }
             stats.fused += 1;
         } else {
@@ -190,8 +188,8 @@ pub fn apply_plan(
             ir::erase(op);
             for v in inputs {
                 if let Some((def, _)) = ir::defining_op(v) {
-                    if crate::ops::is_init(&ir::op_name(def)) && !unused_inits.iter().any(|o| o.ptr == def.ptr) {
-                        unused_inits.push(def);
+                    if crate::ops::is_init(&ir::op_name(def)) {
+                        mark_unused(&mut unused_inits, def);
                     }
                 }
             }
@@ -208,11 +206,16 @@ fn write_in_place(op: Op, unused_inits: &mut Vec<Op>) {
     let operands = ir::operands(op);
     let init = operands.len() - 1;
     if let Some((def, _)) = ir::defining_op(operands[init]) {
-        if !unused_inits.iter().any(|o| o.ptr == def.ptr) {
-            unused_inits.push(def);
-        }
+        mark_unused(unused_inits, def);
     }
     ir::set_operand(op, init, operands[input]);
+}
+
+/// Leaves `op` (an init op nothing may read any more) for erasure, once.
+fn mark_unused(unused_inits: &mut Vec<Op>, op: Op) {
+    if !unused_inits.iter().any(|o| o.ptr == op.ptr) {
+        unused_inits.push(op);
+    }
 }
 
 /// `bufferization.alloc_tensor() copy(%value) {memory_space = space : i64}`, before
