@@ -11,8 +11,9 @@
 //! `libMLIR.so`, and adds OUT_DIR to the search path of everything that links this crate.
 //!
 //! It also compiles the C++ this crate needs where the C API has nothing: `cpp/parse.cpp`
-//! (parsing a module under its file's name) and `cpp/fuse.cpp` (upstream's elementwise fusion,
-//! one producer and consumer at a time).
+//! (parsing a module under its file's name), `cpp/fuse.cpp` (upstream's elementwise fusion,
+//! one producer and consumer at a time) and `cpp/merge.cpp` (upstream's CSE, to merge the
+//! recomputation `jax.checkpoint` wrote into the forward it repeats).
 
 use std::path::PathBuf;
 
@@ -49,10 +50,12 @@ fn main() {
 
     println!("cargo:rerun-if-changed=cpp/parse.cpp");
     println!("cargo:rerun-if-changed=cpp/fuse.cpp");
+    println!("cargo:rerun-if-changed=cpp/merge.cpp");
     cc::Build::new()
         .cpp(true)
         .file("cpp/parse.cpp")
         .file("cpp/fuse.cpp")
+        .file("cpp/merge.cpp")
         .include(format!("{prefix}/include"))
         .flag("-std=c++17")
         .flag("-fno-rtti")

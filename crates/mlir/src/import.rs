@@ -5,10 +5,12 @@
 //! unroll loops whose trip count is static ([`crate::unroll`]), and
 //! give every destination-passing op its own `tensor.empty` / `linalg.fill` init (a `cse` run
 //! shares them; inits it hoisted out of regions go back in), and dissolve `stablehlo.optimization_barrier`s (`jax.checkpoint` puts them
-//! there to stop XLA from merging recomputations; the barrier's results are its operands, and
-//! remat-opt plans recomputation itself and never merges it away), and point uses of a loop's
-//! invariant results at its operands. All keep the program's
-//! meaning.
+//! there to stop XLA from merging recomputations; the barrier's results are its operands), and
+//! then, where there were barriers, merge the recomputation they kept apart into the ops it
+//! repeats (`ImportOptions::merge_recomputation`: constant index arithmetic folded, a scan's
+//! stack-and-reshape round trips undone, upstream CSE), so remat-opt plans all recomputation
+//! itself, and point uses of a loop's invariant results at its operands. All keep the
+//! program's meaning.
 //! Phase 2 of 3: *group* ops into nodes: a destination-passing op with the init ops that
 //! produce its `outs` is one node, so they are moved and cloned together.
 //! Phase 3 of 3: *measure* each node: bytes of its results (views and constants own none),
@@ -54,6 +56,9 @@ pub struct Normalization {
     pub forwarded_reads: usize,
     /// Ops erased because only those reads used them (the reads, writes and stacks).
     pub erased_ops: usize,
+    /// Ops of the recomputation the input wrote (`jax.checkpoint`'s, kept apart by optimization
+    /// barriers) merged into the ops they repeat ([`ImportOptions::merge_recomputation`]).
+    pub merged_ops: usize,
 }
 
 impl Normalization {
@@ -68,6 +73,7 @@ impl Normalization {
             loops_unrolled: self.loops_unrolled + other.loops_unrolled,
             forwarded_reads: self.forwarded_reads + other.forwarded_reads,
             erased_ops: self.erased_ops + other.erased_ops,
+            merged_ops: self.merged_ops + other.merged_ops,
         }
     }
 }
@@ -89,6 +95,11 @@ pub struct ImportOptions {
     /// Mark elementwise ops that may write into a dying input's buffer
     /// ([`remat_graph::Node::reuses`]).
     pub buffer_reuse: bool,
+    /// Where the input recomputes values itself (`jax.checkpoint`: optimization barriers keep
+    /// its recomputation apart from the forward), merge each recomputed op into the op it
+    /// repeats once the barriers are dissolved (upstream CSE over the function), so the
+    /// planner decides what to keep and what to recompute. Without barriers nothing is merged.
+    pub merge_recomputation: bool,
 }
 
 /// Default of [`ImportOptions::unroll_limit`]: a scan over a long sequence unrolls, a loop
@@ -97,7 +108,12 @@ pub const DEFAULT_UNROLL_LIMIT: usize = 1024;
 
 impl Default for ImportOptions {
     fn default() -> Self {
-        ImportOptions { cost_model: CostModel::default(), unroll_limit: DEFAULT_UNROLL_LIMIT, buffer_reuse: false }
+        ImportOptions {
+            cost_model: CostModel::default(),
+            unroll_limit: DEFAULT_UNROLL_LIMIT,
+            buffer_reuse: false,
+            merge_recomputation: true,
+        }
     }
 }
 
@@ -327,16 +343,123 @@ fn forward_loop_invariants(body: MlirBlock) {
     }
 }
 
-/// Replaces every top-level `stablehlo.optimization_barrier` by its operands.
-fn dissolve_optimization_barriers(body: MlirBlock) {
+/// Replaces every top-level `stablehlo.optimization_barrier` by its operands; returns how many
+/// there were.
+fn dissolve_optimization_barriers(body: MlirBlock) -> usize {
+    let mut dissolved = 0;
     for op in ir::block_ops(body) {
         if ir::op_name(op) == "stablehlo.optimization_barrier" {
             for (result, operand) in ir::results(op).into_iter().zip(ir::operands(op)) {
                 ir::replace_all_uses(result, operand);
             }
             ir::erase(op);
+            dissolved += 1;
         }
     }
+    dissolved
+}
+
+/// Replaces each operand of a top-level op that is integer bookkeeping computed from constants
+/// (a loop counter's index after unrolling: `12 - j - 1` as 0-d generics, cast and clamped) by
+/// a constant of its value, placed right before the op. Recomputation in an unrolled backward
+/// loop indexes its layer's parameters with such arithmetic where the forward used a constant;
+/// once both are constants, the merge sees the two slices as the same op.
+fn fold_static_indices(body: MlirBlock) {
+    let mut evaluator = unroll::Evaluator::default();
+    for op in ir::block_ops(body) {
+        let name = ir::op_name(op);
+        if name == "arith.constant" || name == "stablehlo.constant" {
+            continue;
+        }
+        for (i, v) in ir::operands(op).into_iter().enumerate() {
+            let computed = ir::defining_op(v).is_some_and(|(d, _)| {
+                let d = ir::op_name(d);
+                d != "arith.constant" && d != "stablehlo.constant"
+            });
+            if !computed {
+                continue;
+            }
+            if let Some(value) = evaluator.value(v) {
+                // The constant a loop's unrolling makes for a StableHLO counter is a
+                // `stablehlo.constant`: the same op, so the merge sees both as one.
+                let t = ir::value_type(v);
+                let dialect = if name.starts_with("stablehlo.") && ir::tensor_shape(t).is_some() {
+                    "stablehlo.constant"
+                } else {
+                    "arith.constant"
+                };
+                let constant = ir::create_integer_constant(dialect, t, value, ir::location(op));
+                ir::insert_before(body, op, constant);
+                ir::set_operand(op, i, ir::results(constant)[0]);
+            }
+        }
+    }
+}
+
+/// Points the uses of a top-level reshape back at the value it reshapes when it only undoes
+/// earlier reshapes: a chain of `collapse_shape`/`expand_shape`/`reshape`s, `broadcast_in_dim`s
+/// that add unit dimensions, and jaxlib's copies of a value with unit dimensions added
+/// ([`rematIsUnitDimCopy`]), back to a value `x` of the result's type (all keep row-major order,
+/// so the result is `x`). A scan stacks `x` as `[1, …]` and its backward reads it back and reshapes it; once
+/// the read is forwarded, this makes the backward's value `x` itself, as its forward's is.
+fn fold_reshape_round_trips(body: MlirBlock) {
+    const RESHAPES: [&str; 4] = ["tensor.collapse_shape", "tensor.expand_shape", "tensor.reshape", "stablehlo.reshape"];
+    for op in ir::block_ops(body) {
+        if !RESHAPES.contains(&ir::op_name(op).as_str()) {
+            continue;
+        }
+        let result = ir::results(op)[0];
+        // Walk back through the chain of reshapes to the earliest value of the result's type.
+        let mut earliest = None;
+        let mut current = ir::operands(op)[0];
+        while let Some((source, _)) = ir::defining_op(current) {
+            let reshapes = RESHAPES.contains(&ir::op_name(source).as_str())
+                || adds_unit_dims(source)
+                || unsafe { rematIsUnitDimCopy(source) };
+            if !reshapes {
+                break;
+            }
+            current = ir::operands(source)[0];
+            if ir::types_equal(ir::value_type(current), ir::value_type(result)) {
+                earliest = Some(current);
+            }
+        }
+        if let Some(original) = earliest {
+            ir::replace_all_uses(result, original);
+        }
+    }
+}
+
+/// Whether `op` is a `stablehlo.broadcast_in_dim` that only adds unit dimensions: its operand's
+/// dimensions map, in order, to result dimensions of the same sizes, and every other result
+/// dimension is 1 (a reshape, row-major order kept).
+fn adds_unit_dims(op: Op) -> bool {
+    if ir::op_name(op) != "stablehlo.broadcast_in_dim" {
+        return false;
+    }
+    let (Some(&operand), Some(&result)) = (ir::operands(op).first(), ir::results(op).first()) else {
+        return false;
+    };
+    let (Some(from), Some(to)) = (ir::tensor_shape(ir::value_type(operand)), ir::tensor_shape(ir::value_type(result)))
+    else {
+        return false;
+    };
+    let Some(dims) = ir::attribute(op, "broadcast_dimensions").and_then(ir::dense_i64_array) else {
+        return false;
+    };
+    let increasing = dims.windows(2).all(|w| w[0] < w[1]);
+    let mapped = dims.len() == from.len()
+        && dims.iter().zip(&from).all(|(&d, &size)| usize::try_from(d).ok().and_then(|d| to.get(d)) == Some(&size));
+    let others_unit = to.iter().enumerate().all(|(i, &size)| size == 1 || dims.contains(&(i as i64)));
+    increasing && mapped && others_unit
+}
+
+unsafe extern "C" {
+    /// Upstream CSE over an op and its regions, then the top-level ops left unused erased
+    /// (`cpp/merge.cpp`); returns the ops it erased.
+    fn rematMergeEquivalentOps(op: mlir_sys::MlirOperation) -> usize;
+    /// Whether a `linalg.generic` copies its one input with unit dimensions added (`cpp/merge.cpp`).
+    fn rematIsUnitDimCopy(op: mlir_sys::MlirOperation) -> bool;
 }
 
 fn is_top_level_in(op: Op, body: MlirBlock) -> bool {
@@ -358,14 +481,23 @@ pub(crate) fn import_function(
         inline_private_calls(module_body, body)?;
     }
     let unstacked = unstack::forward_stacked_slices(body);
-    let normalized =
-        Normalization { loops_unrolled: unrolled, forwarded_reads: unstacked.forwarded, erased_ops: unstacked.erased };
+    let mut normalized = Normalization {
+        loops_unrolled: unrolled,
+        forwarded_reads: unstacked.forwarded,
+        erased_ops: unstacked.erased,
+        merged_ops: 0,
+    };
+    let barriers = dissolve_optimization_barriers(body);
+    if barriers > 0 && options.merge_recomputation {
+        fold_static_indices(body);
+        fold_reshape_round_trips(body);
+        normalized.merged_ops = unsafe { rematMergeEquivalentOps(func) };
+    }
     if !normalized.is_empty() {
         tracing::debug!(?normalized, "normalized before grouping");
     }
     sink_captured_inits(body);
     untie_shared_inits(body);
-    dissolve_optimization_barriers(body);
     forward_loop_invariants(body);
     let in_place = isolate_computed_destinations(body);
 

@@ -135,6 +135,18 @@ pub const OPTIONS: &[OptionSpec] = &[
         strategies: &[],
     },
     OptionSpec {
+        name: "checkpoints",
+        flag: Flag::Value("checkpoints"),
+        kind: OptionKind::Choice { words: &["replan", "keep"], noun: None },
+        value_name: "MODE",
+        default: "replan",
+        automatic: "",
+        help: "Recomputation the input already does (jax.checkpoint's, behind optimization barriers): replan merges \
+               each recomputed op into the op it repeats, so the planner decides what to keep and recompute; keep \
+               leaves it in the step as written",
+        strategies: &[],
+    },
+    OptionSpec {
         name: "unroll-limit",
         flag: Flag::Value("unroll-limit"),
         kind: OptionKind::Count { min: 0, noun: "iterations" },

@@ -64,6 +64,8 @@ pub struct RematOptions {
     pub unroll_limit: usize,
     /// Elementwise fusion before planning.
     pub fusion: FusionMode,
+    /// Merge the recomputation the input already does (`checkpoints=replan`).
+    pub merge_recomputation: bool,
     /// Strategy knobs and polishing.
     pub planner: PlannerOptions,
 }
@@ -79,6 +81,7 @@ impl Default for RematOptions {
             cost_model: CostModel::Estimate,
             unroll_limit: DEFAULT_UNROLL_LIMIT,
             fusion: FusionMode::default(),
+            merge_recomputation: true,
             planner: PlannerOptions::default(),
         };
         for spec in OPTIONS {
@@ -129,6 +132,7 @@ impl RematOptions {
                 let word = parsed.choice()?.expect("fusion has a default");
                 self.fusion = FusionMode::ALL.into_iter().find(|m| m.name() == word).expect("declared choices");
             }
+            "checkpoints" => self.merge_recomputation = parsed.choice()? == Some("replan"),
             "time-limit" => planner.time_limit = parsed.real()?,
             "tw-stop" => planner.tw_stop = parsed.count()?,
             "pw-stop" => planner.pw_stop = parsed.count()?,
@@ -182,6 +186,7 @@ impl RematOptions {
             cost_model: self.cost_model,
             unroll_limit: self.unroll_limit,
             buffer_reuse: self.fusion != FusionMode::None,
+            merge_recomputation: self.merge_recomputation,
         }
     }
 }

@@ -187,6 +187,7 @@ impl Report {
             v["import"] = json!({
                 "loops_unrolled": n.loops_unrolled,
                 "forwarded_reads": n.forwarded_reads,
+                "merged_ops": n.merged_ops,
                 "erased_ops": n.erased_ops,
             });
         }
@@ -298,13 +299,20 @@ impl Report {
         }
         if !self.normalized.is_empty() {
             let n = &self.normalized;
-            s += &line(
-                "import",
-                format!(
+            let mut parts = Vec::new();
+            if n.loops_unrolled > 0 || n.forwarded_reads > 0 || n.erased_ops > 0 {
+                parts.push(format!(
                     "{} loops unrolled; {} reads of stacked tensors forwarded, {} ops erased",
                     n.loops_unrolled, n.forwarded_reads, n.erased_ops
-                ),
-            );
+                ));
+            }
+            if n.merged_ops > 0 {
+                parts.push(format!(
+                    "{} ops of the input's own recomputation merged into the ops they repeat",
+                    n.merged_ops
+                ));
+            }
+            s += &line("import", parts.join("; "));
         }
         if let Some(f) = &self.fusion {
             s += &line(
