@@ -811,6 +811,74 @@ mod tests {
         );
     }
 
+    /// Behind an optimization barrier, `exp` of the barrier's result and `exp` of a reshape
+    /// that only undoes a unit-dimension copy of `x` are both `exp(x)` again: merged into the
+    /// first, with the copy left unused and erased. `exp` of a collapsed *transposing* copy
+    /// with a unit dimension is another value and stays. `keep` imports the step as written.
+    #[test]
+    fn recomputation_behind_a_barrier_merges_into_the_op_it_repeats() {
+        let input = r#"
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1, d2) -> (d2, d1)>
+#lead = affine_map<(d0, d1, d2) -> (d1, d2)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @main(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
+  %b = "stablehlo.optimization_barrier"(%x) : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %e0 = tensor.empty() : tensor<4x4xf32>
+  %f = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x4xf32>) outs(%e0 : tensor<4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %v = math.exp %in : f32
+    linalg.yield %v : f32
+  } -> tensor<4x4xf32>
+  %e1 = tensor.empty() : tensor<1x4x4xf32>
+  %c = linalg.generic {indexing_maps = [#lead, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x : tensor<4x4xf32>) outs(%e1 : tensor<1x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<1x4x4xf32>
+  %back = tensor.collapse_shape %c [[0, 1], [2]] : tensor<1x4x4xf32> into tensor<4x4xf32>
+  %e2 = tensor.empty() : tensor<1x4x4xf32>
+  %t3 = linalg.generic {indexing_maps = [#tr, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x : tensor<4x4xf32>) outs(%e2 : tensor<1x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<1x4x4xf32>
+  %t = tensor.collapse_shape %t3 [[0, 1], [2]] : tensor<1x4x4xf32> into tensor<4x4xf32>
+  %e3 = tensor.empty() : tensor<4x4xf32>
+  %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%b : tensor<4x4xf32>) outs(%e3 : tensor<4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %v = math.exp %in : f32
+    linalg.yield %v : f32
+  } -> tensor<4x4xf32>
+  %e4 = tensor.empty() : tensor<4x4xf32>
+  %h = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%back : tensor<4x4xf32>) outs(%e4 : tensor<4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %v = math.exp %in : f32
+    linalg.yield %v : f32
+  } -> tensor<4x4xf32>
+  %e5 = tensor.empty() : tensor<4x4xf32>
+  %k = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%t : tensor<4x4xf32>) outs(%e5 : tensor<4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %v = math.exp %in : f32
+    linalg.yield %v : f32
+  } -> tensor<4x4xf32>
+  return %f, %g, %h, %k : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+}
+"#;
+        let unit = ImportOptions { cost_model: CostModel::Unit, ..ImportOptions::default() };
+        with_import(input, &unit, |imported, text| {
+            let names: Vec<&str> =
+                imported.graph.ids().skip(1).map(|id| imported.graph.node(id).name.as_str()).collect();
+            assert_eq!(names, ["generic_1", "generic_2", "collapse_shape_3", "generic_4"], "\n{text}");
+            assert!(imported.normalized.merged_ops >= 3, "{:?}", imported.normalized);
+            // exp(x) is returned three times; exp of the transpose once.
+            assert_eq!(text.matches("math.exp").count(), 2, "\n{text}");
+        });
+        let keep = ImportOptions { merge_recomputation: false, ..unit };
+        with_import(input, &keep, |imported, text| {
+            assert_eq!(imported.graph.op_count(), 8, "\n{text}");
+            assert_eq!(imported.normalized.merged_ops, 0);
+        });
+    }
+
     #[test]
     fn constants_own_no_bytes_and_returned_arguments_are_outputs() {
         check(

@@ -187,8 +187,8 @@ impl Report {
             v["import"] = json!({
                 "loops_unrolled": n.loops_unrolled,
                 "forwarded_reads": n.forwarded_reads,
-                "merged_ops": n.merged_ops,
                 "erased_ops": n.erased_ops,
+                "merged_ops": n.merged_ops,
             });
         }
         if let Some(f) = &self.fusion {
