@@ -3,7 +3,8 @@
 # jax.checkpoint(nothing_saveable) around the scan body; SGD step. Writes the linalg form
 # (and the same step without checkpoint). Usage, in the export venv:
 #   python tools/export/export_scan_checkpoint.py lit-tests/import/Inputs
-# (writes scan_checkpoint.linalg.mlir, which the lit tests use, and scan_plain.linalg.mlir).
+# (writes scan_checkpoint.linalg.mlir and scan_checkpoint_nocse.linalg.mlir, which the lit
+# tests use, and scan_plain.linalg.mlir).
 import functools
 import os
 import sys
@@ -32,7 +33,9 @@ def step_of(remat):
 specs = (jax.ShapeDtypeStruct((L, D, D), jnp.float32), jax.ShapeDtypeStruct((B, D), jnp.float32),
          jax.ShapeDtypeStruct((B, D), jnp.float32))
 ckpt = functools.partial(jax.checkpoint, policy=jax.checkpoint_policies.nothing_saveable)
-for name, remat in [("scan_checkpoint", ckpt), ("scan_plain", None)]:
+# prevent_cse=False, as MaxText checkpoints scanned layers: no optimization barriers.
+ckpt_nocse = functools.partial(jax.checkpoint, policy=jax.checkpoint_policies.nothing_saveable, prevent_cse=False)
+for name, remat in [("scan_checkpoint", ckpt), ("scan_checkpoint_nocse", ckpt_nocse), ("scan_plain", None)]:
     module = jax.jit(step_of(remat)).lower(*specs).compiler_ir("stablehlo")
     linalg, _ = E.linalg_form(E.generic_asm(module), module.context, strip=True)
     with open(f"{sys.argv[1]}/{name}.linalg.mlir", "w") as f:

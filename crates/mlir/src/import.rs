@@ -6,8 +6,8 @@
 //! give every destination-passing op its own `tensor.empty` / `linalg.fill` init (a `cse` run
 //! shares them; inits it hoisted out of regions go back in), and dissolve `stablehlo.optimization_barrier`s (`jax.checkpoint` puts them
 //! there to stop XLA from merging recomputations; the barrier's results are its operands), and
-//! then, where there were barriers, merge the recomputation they kept apart into the ops it
-//! repeats (`ImportOptions::merge_recomputation`: constant index arithmetic folded, a scan's
+//! then, where there were barriers (or always, with `MergeRecomputation::All`), merge the
+//! recomputation they kept apart into the ops it repeats (constant index arithmetic folded, a scan's
 //! stack-and-reshape round trips undone, upstream CSE), so remat-opt plans all recomputation
 //! itself, and point uses of a loop's invariant results at its operands. All keep the
 //! program's meaning.
@@ -95,11 +95,24 @@ pub struct ImportOptions {
     /// Mark elementwise ops that may write into a dying input's buffer
     /// ([`remat_graph::Node::reuses`]).
     pub buffer_reuse: bool,
-    /// Where the input recomputes values itself (`jax.checkpoint`: optimization barriers keep
-    /// its recomputation apart from the forward), merge each recomputed op into the op it
-    /// repeats once the barriers are dissolved (upstream CSE over the function), so the
-    /// planner decides what to keep and what to recompute. Without barriers nothing is merged.
-    pub merge_recomputation: bool,
+    /// Which recomputation the input already does is merged into the ops it repeats, so the
+    /// planner decides what to keep and what to recompute ([`MergeRecomputation`]).
+    pub merge_recomputation: MergeRecomputation,
+}
+
+/// What importing merges of the recomputation an input already does (`--checkpoints`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MergeRecomputation {
+    /// Nothing: the step is planned as written (`keep`).
+    Keep,
+    /// Where `jax.checkpoint` kept its recomputation apart with optimization barriers, merge
+    /// every duplicated side-effect-free op once the barriers are dissolved (`replan`).
+    #[default]
+    BehindBarriers,
+    /// Merge every duplicated side-effect-free op, barriers or not (`merge-all`): also
+    /// `jax.checkpoint(prevent_cse=False)`, which scanned layers use (MaxText), and any other
+    /// computation the step repeats.
+    All,
 }
 
 /// Default of [`ImportOptions::unroll_limit`]: a scan over a long sequence unrolls, a loop
@@ -112,7 +125,7 @@ impl Default for ImportOptions {
             cost_model: CostModel::default(),
             unroll_limit: DEFAULT_UNROLL_LIMIT,
             buffer_reuse: false,
-            merge_recomputation: true,
+            merge_recomputation: MergeRecomputation::default(),
         }
     }
 }
@@ -488,7 +501,12 @@ pub(crate) fn import_function(
         merged_ops: 0,
     };
     let barriers = dissolve_optimization_barriers(body);
-    if barriers > 0 && options.merge_recomputation {
+    let merge = match options.merge_recomputation {
+        MergeRecomputation::Keep => false,
+        MergeRecomputation::BehindBarriers => barriers > 0,
+        MergeRecomputation::All => true,
+    };
+    if merge {
         fold_static_indices(body);
         fold_reshape_round_trips(body);
         normalized.merged_ops = unsafe { rematMergeEquivalentOps(func) };
@@ -872,7 +890,7 @@ func.func @main(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tenso
             // exp(x) is returned three times; exp of the transpose once.
             assert_eq!(text.matches("math.exp").count(), 2, "\n{text}");
         });
-        let keep = ImportOptions { merge_recomputation: false, ..unit };
+        let keep = ImportOptions { merge_recomputation: crate::MergeRecomputation::Keep, ..unit };
         with_import(input, &keep, |imported, text| {
             assert_eq!(imported.graph.op_count(), 8, "\n{text}");
             assert_eq!(imported.normalized.merged_ops, 0);

@@ -17,7 +17,7 @@ mod unroll;
 mod unstack;
 
 pub use fuse::{apply_fusions, fusion_candidates, FusionPair};
-pub use import::{ImportOptions, ImportedFunction, Normalization, DEFAULT_UNROLL_LIMIT};
+pub use import::{ImportOptions, ImportedFunction, MergeRecomputation, Normalization, DEFAULT_UNROLL_LIMIT};
 pub use rewrite::{apply_plan, apply_schedule, RewriteStats, HOST_MEMORY_SPACE, RECOMPUTE_ATTRIBUTE};
 
 use melior::{

@@ -137,13 +137,14 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec {
         name: "checkpoints",
         flag: Flag::Value("checkpoints"),
-        kind: OptionKind::Choice { words: &["replan", "keep"], noun: None },
+        kind: OptionKind::Choice { words: &["replan", "merge-all", "keep"], noun: None },
         value_name: "MODE",
         default: "replan",
         automatic: "",
-        help: "Recomputation the input already does (jax.checkpoint's, behind optimization barriers): replan merges \
-               each recomputed op into the op it repeats, so the planner decides what to keep and recompute; keep \
-               leaves it in the step as written",
+        help: "Recomputation the input already does: replan merges jax.checkpoint's (behind optimization barriers) \
+               into the ops it repeats, so the planner decides what to keep and recompute; merge-all merges every \
+               duplicated side-effect-free op, barriers or not (jax.checkpoint with prevent_cse=False, as scanned \
+               layers use it); keep plans the step as written",
         strategies: &[],
     },
     OptionSpec {

@@ -4,7 +4,7 @@
 
 use crate::option_table::{expected, OptionKind, OptionSpec, OPTIONS};
 use remat_graph::units::{parse_budget, Budget, BudgetError};
-use remat_mlir::{CostModel, ImportOptions, DEFAULT_UNROLL_LIMIT};
+use remat_mlir::{CostModel, ImportOptions, MergeRecomputation, DEFAULT_UNROLL_LIMIT};
 use remat_planners::dtr::{Dealloc, Heuristic};
 use remat_planners::fusion::FusionMode;
 use remat_planners::ilp::{SolveMethod, StageOrder};
@@ -64,8 +64,8 @@ pub struct RematOptions {
     pub unroll_limit: usize,
     /// Elementwise fusion before planning.
     pub fusion: FusionMode,
-    /// Merge the recomputation the input already does (`checkpoints=replan`).
-    pub merge_recomputation: bool,
+    /// Which recomputation the input already does is merged before planning (`checkpoints`).
+    pub merge_recomputation: MergeRecomputation,
     /// Strategy knobs and polishing.
     pub planner: PlannerOptions,
 }
@@ -81,7 +81,7 @@ impl Default for RematOptions {
             cost_model: CostModel::Estimate,
             unroll_limit: DEFAULT_UNROLL_LIMIT,
             fusion: FusionMode::default(),
-            merge_recomputation: true,
+            merge_recomputation: MergeRecomputation::default(),
             planner: PlannerOptions::default(),
         };
         for spec in OPTIONS {
@@ -132,7 +132,13 @@ impl RematOptions {
                 let word = parsed.choice()?.expect("fusion has a default");
                 self.fusion = FusionMode::ALL.into_iter().find(|m| m.name() == word).expect("declared choices");
             }
-            "checkpoints" => self.merge_recomputation = parsed.choice()? == Some("replan"),
+            "checkpoints" => {
+                self.merge_recomputation = match parsed.choice()? {
+                    Some("keep") => MergeRecomputation::Keep,
+                    Some("merge-all") => MergeRecomputation::All,
+                    _ => MergeRecomputation::BehindBarriers,
+                }
+            }
             "time-limit" => planner.time_limit = parsed.real()?,
             "tw-stop" => planner.tw_stop = parsed.count()?,
             "pw-stop" => planner.pw_stop = parsed.count()?,
