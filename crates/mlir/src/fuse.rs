@@ -103,7 +103,10 @@ impl ImportedFunction {
     /// What earlier imports normalized is added to what this one does (usually nothing).
     pub fn reimport(self, options: &ImportOptions) -> Result<ImportedFunction, MlirError> {
         let module_body = ir::op_block(self.func);
-        let mut again = crate::import::import_function(module_body, self.func, options)?;
+        // The first import merged what the input recomputed; merging again would only re-merge
+        // the inits it untied (and count them again).
+        let options = ImportOptions { merge_recomputation: crate::MergeRecomputation::Keep, ..options.clone() };
+        let mut again = crate::import::import_function(module_body, self.func, &options)?;
         again.normalized = again.normalized.and(self.normalized);
         Ok(again)
     }

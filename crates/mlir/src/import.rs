@@ -56,8 +56,8 @@ pub struct Normalization {
     pub forwarded_reads: usize,
     /// Ops erased because only those reads used them (the reads, writes and stacks).
     pub erased_ops: usize,
-    /// Ops of the recomputation the input wrote (`jax.checkpoint`'s, kept apart by optimization
-    /// barriers) merged into the ops they repeat ([`ImportOptions::merge_recomputation`]).
+    /// Ops of the recomputation the input wrote (`jax.checkpoint`'s) merged into the ops they
+    /// repeat, and the bookkeeping left unused ([`ImportOptions::merge_recomputation`]).
     pub merged_ops: usize,
 }
 
@@ -413,8 +413,9 @@ fn fold_static_indices(body: MlirBlock) {
 /// earlier reshapes: a chain of `collapse_shape`/`expand_shape`/`reshape`s, `broadcast_in_dim`s
 /// that add unit dimensions, and jaxlib's copies of a value with unit dimensions added
 /// ([`rematIsUnitDimCopy`]), back to a value `x` of the result's type (all keep row-major order,
-/// so the result is `x`). A scan stacks `x` as `[1, …]` and its backward reads it back and reshapes it; once
-/// the read is forwarded, this makes the backward's value `x` itself, as its forward's is.
+/// so the result is `x`). A scan stacks `x` as `[1, …]` and its backward reads it back and
+/// reshapes it; once the read is forwarded, this makes the backward's value `x` itself, as its
+/// forward's is.
 fn fold_reshape_round_trips(body: MlirBlock) {
     const RESHAPES: [&str; 4] = ["tensor.collapse_shape", "tensor.expand_shape", "tensor.reshape", "stablehlo.reshape"];
     for op in ir::block_ops(body) {
