@@ -381,14 +381,11 @@ fn fold_static_indices(body: MlirBlock) {
     let mut evaluator = unroll::Evaluator::default();
     for op in ir::block_ops(body) {
         let name = ir::op_name(op);
-        if name == "arith.constant" || name == "stablehlo.constant" {
+        if ops::is_constant(&name) {
             continue;
         }
         for (i, v) in ir::operands(op).into_iter().enumerate() {
-            let computed = ir::defining_op(v).is_some_and(|(d, _)| {
-                let d = ir::op_name(d);
-                d != "arith.constant" && d != "stablehlo.constant"
-            });
+            let computed = ir::defining_op(v).is_some_and(|(d, _)| !ops::is_constant(&ir::op_name(d)));
             if !computed {
                 continue;
             }
