@@ -10,6 +10,11 @@
 // RUN: remat-opt %s --report-json=%t.json -o %t.mlir
 // RUN: remat-run %t.mlir --compare-with=%s --json > %t.run
 // RUN: cat %t.json %t.run | FileCheck %s --check-prefix=PEAK
+// Kept whole (--unroll-limit below its trip count), the loop is in the model too, with no
+// warning: the step runs at exactly its planned peak as well.
+// RUN: remat-opt %s --unroll-limit=3 --report-json=%t.kept.json -o %t.kept.mlir
+// RUN: remat-run %t.kept.mlir --compare-with=%s --json > %t.kept.run
+// RUN: cat %t.kept.json %t.kept.run | FileCheck %s --check-prefix=PEAK
 // PEAK:      "plan": {
 // PEAK-NEXT:   "peak_bytes": [[PEAK:[0-9]+]],
 // PEAK: {"peak_bytes":[[PEAK]],{{.*}}"outputs_match":true,
@@ -28,7 +33,7 @@
 // CHECK:       %[[ACC4:.*]] = tensor.insert_slice %{{.*}} into %[[ACC3]]
 // CHECK-NOT:   tensor.insert_slice
 // CHECK:       return %[[INIT]], %[[ACC4]]
-// LIMIT: unroll.mlir:[[@LINE+15]]:{{[0-9]+}}: warning: loop kept as one node (more than 3 iterations; raise --unroll-limit to unroll it)
+// LIMIT-NOT:   warning
 // LIMIT-LABEL: func.func @scan
 // LIMIT:       stablehlo.while
 // PIPE-LABEL:  func.func @scan

@@ -12,20 +12,65 @@ func.func @barrier(%a: tensor<4xf32>, %b: tensor<2xf32>) -> (tensor<4xf32>, tens
 
 // -----
 
-// while → scf.while: the condition's tensor<i1> is extracted for scf.condition; the body
-// yields what it returned.
+// A while with a trip count known before the step runs → scf.for over its body, without the
+// condition. The weights it returns unchanged are read from above (carried, bufferization
+// would copy them before the loop); the stack it writes slices into stays in place; the
+// values it replaces are copied into their own buffers at the end of the body, so that the
+// loop's results are its inits' buffers.
 // CHECK-LABEL: func.func @counted_loop
+// CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG:     %[[C3:.*]] = arith.constant 3 : index
+// CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : index
+// CHECK:         %[[R:.*]]:3 = scf.for %{{.*}} = %[[C0]] to %[[C3]] step %[[C1]] iter_args(%[[I:.*]] = %{{.*}}, %[[X:.*]] = %arg0, %[[T:.*]] = %arg2) -> (tensor<i32>, tensor<4xf32>, tensor<3x4xf32>) {
+// CHECK:           %[[I1:.*]] = arith.addi %[[I]]
+// CHECK:           %[[V:.*]] = arith.mulf %[[X]], %arg1 : tensor<4xf32>
+// CHECK:           %[[T2:.*]] = tensor.insert_slice %{{.*}} into %[[T]]
+// CHECK:           %[[I2:.*]] = linalg.copy ins(%[[I1]] : tensor<i32>) outs(%[[I]] : tensor<i32>)
+// CHECK:           %[[V2:.*]] = linalg.copy ins(%[[V]] : tensor<4xf32>) outs(%[[X]] : tensor<4xf32>)
+// CHECK:           scf.yield %[[I2]], %[[V2]], %[[T2]] : tensor<i32>, tensor<4xf32>, tensor<3x4xf32>
+// CHECK:         return %[[R]]#1, %[[R]]#2
+func.func @counted_loop(%x: tensor<4xf32>, %w: tensor<4xf32>, %s: tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>) {
+  %zero = arith.constant dense<0> : tensor<i32>
+  %r:4 = "stablehlo.while"(%zero, %x, %w, %s) ({
+  ^bb0(%i: tensor<i32>, %v: tensor<4xf32>, %u: tensor<4xf32>, %t: tensor<3x4xf32>):
+    %n = arith.constant dense<3> : tensor<i32>
+    %e = tensor.empty() : tensor<i1>
+    %p = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []}
+        ins(%i, %n : tensor<i32>, tensor<i32>) outs(%e : tensor<i1>) {
+    ^bb0(%a: i32, %b: i32, %o: i1):
+      %c = arith.cmpi slt, %a, %b : i32
+      linalg.yield %c : i1
+    } -> tensor<i1>
+    "stablehlo.return"(%p) : (tensor<i1>) -> ()
+  }, {
+  ^bb0(%i: tensor<i32>, %v: tensor<4xf32>, %u: tensor<4xf32>, %t: tensor<3x4xf32>):
+    %one = arith.constant dense<1> : tensor<i32>
+    %i1 = arith.addi %i, %one : tensor<i32>
+    %v2 = arith.mulf %v, %u : tensor<4xf32>
+    %row = tensor.expand_shape %v2 [[0, 1]] output_shape [1, 4] : tensor<4xf32> into tensor<1x4xf32>
+    %k = tensor.extract %i[] : tensor<i32>
+    %ki = arith.index_cast %k : i32 to index
+    %t2 = tensor.insert_slice %row into %t[%ki, 0] [1, 4] [1, 1] : tensor<1x4xf32> into tensor<3x4xf32>
+    "stablehlo.return"(%i1, %v2, %u, %t2) : (tensor<i32>, tensor<4xf32>, tensor<4xf32>, tensor<3x4xf32>) -> ()
+  }) : (tensor<i32>, tensor<4xf32>, tensor<4xf32>, tensor<3x4xf32>) -> (tensor<i32>, tensor<4xf32>, tensor<4xf32>, tensor<3x4xf32>)
+  return %r#1, %r#3 : tensor<4xf32>, tensor<3x4xf32>
+}
+
+// -----
+
+// A while whose trip count depends on the step's inputs → scf.while: the condition's
+// tensor<i1> is extracted for scf.condition; the body yields what it returned.
+// CHECK-LABEL: func.func @data_dependent_loop
 // CHECK:         %[[R:.*]]:2 = scf.while (%[[I:.*]] = %{{.*}}, %[[X:.*]] = %arg0) : (tensor<i32>, tensor<4xf32>) -> (tensor<i32>, tensor<4xf32>) {
 // CHECK:           %[[P:.*]] = tensor.extract %{{.*}}[] : tensor<i1>
 // CHECK-NEXT:      scf.condition(%[[P]]) %[[I]], %[[X]] : tensor<i32>, tensor<4xf32>
 // CHECK:         } do {
 // CHECK:           scf.yield %{{.*}}, %{{.*}} : tensor<i32>, tensor<4xf32>
 // CHECK:         return %[[R]]#1
-func.func @counted_loop(%x: tensor<4xf32>) -> tensor<4xf32> {
+func.func @data_dependent_loop(%x: tensor<4xf32>, %n: tensor<i32>) -> tensor<4xf32> {
   %zero = arith.constant dense<0> : tensor<i32>
   %r:2 = "stablehlo.while"(%zero, %x) ({
   ^bb0(%i: tensor<i32>, %v: tensor<4xf32>):
-    %n = arith.constant dense<3> : tensor<i32>
     %e = tensor.empty() : tensor<i1>
     %p = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []}
         ins(%i, %n : tensor<i32>, tensor<i32>) outs(%e : tensor<i1>) {

@@ -21,7 +21,8 @@ pub fn lower_bound(graph: &Graph) -> u64 {
             continue;
         }
         let shared = node.reuses.filter(|&input| !graph.node(input).output).map_or(0, |input| graph.node(input).bytes);
-        let mut footprint = step_bytes(graph, id, graph.preds(id).iter().copied(), &mut roots) - shared;
+        let mut footprint =
+            step_bytes(graph, id, graph.preds(id).iter().copied(), &mut roots) - shared + node.workspace;
         // Run fused with a recomputation of an input, it reads that input's inputs instead
         // (and writes a buffer of its own); the input's own step keeps its term.
         for &fused in &node.fuses {

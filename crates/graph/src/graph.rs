@@ -28,6 +28,9 @@ pub struct Node {
     pub name: String,
     /// Bytes of the node's results. Views and constants own none.
     pub bytes: u64,
+    /// Bytes the node holds beyond its results only while it runs, freed when it ends: one
+    /// iteration's buffers of a loop kept whole. 0 for ordinary ops.
+    pub workspace: u64,
     /// Estimated work of one execution.
     pub cost: f64,
     /// A function argument: resident for the whole step, never executed by a schedule.
@@ -68,6 +71,7 @@ impl NodeSpec {
         NodeSpec(Node {
             name: name.into(),
             bytes,
+            workspace: 0,
             cost,
             argument: false,
             output: false,
@@ -118,6 +122,11 @@ impl NodeSpec {
     /// [`Node::fuses`]); each must be a predecessor that owns its memory.
     pub fn fusing(mut self, inputs: &[NodeId]) -> Self {
         self.0.fuses = inputs.to_vec();
+        self
+    }
+    /// Sets the bytes the node holds only while it runs (see [`Node::workspace`]).
+    pub fn with_workspace(mut self, workspace: u64) -> Self {
+        self.0.workspace = workspace;
         self
     }
     /// Sets the node's result bytes.

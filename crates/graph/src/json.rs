@@ -118,12 +118,16 @@ pub fn read_graph(text: &str) -> Result<Graph, JsonError> {
         if bytes.fract() != 0.0 || bytes > u64::MAX as f64 {
             return Err(JsonError::new(format!("node #{index}: 'cost_ram' must be a whole number of bytes")));
         }
+        let workspace = number(node, "workspace", index)?.unwrap_or(0.0);
+        if workspace.fract() != 0.0 || workspace < 0.0 || workspace > u64::MAX as f64 {
+            return Err(JsonError::new(format!("node #{index}: 'workspace' must be a whole number of bytes")));
+        }
         let input = flag(node, "input", index)?.unwrap_or(false);
         let output = flag(node, "output", index)?;
         any_output |= output == Some(true);
         let mut spec =
             if input { NodeSpec::argument(name, bytes as u64) } else { NodeSpec::op(name, bytes as u64, cost) };
-        spec = spec.with_output(output.unwrap_or(false));
+        spec = spec.with_output(output.unwrap_or(false)).with_workspace(workspace as u64);
         spec = spec.backward(flag(node, "backward", index)?.unwrap_or(false));
         if flag(node, "pure", index)? == Some(false) {
             spec = spec.impure();
@@ -167,6 +171,9 @@ pub fn write_graph(graph: &Graph, graph_attributes: &[(&str, Value)]) -> String 
         obj.insert("name".into(), json!(n.name));
         obj.insert("cost_cpu".into(), json!(n.cost));
         obj.insert("cost_ram".into(), json!(n.bytes));
+        if n.workspace > 0 {
+            obj.insert("workspace".into(), json!(n.workspace));
+        }
         obj.insert("backward".into(), json!(n.backward));
         obj.insert("input".into(), json!(n.argument));
         obj.insert("output".into(), json!(n.output));
@@ -307,6 +314,25 @@ mod tests {
         assert_eq!(g.node(NodeId(2)).name, "grad");
         assert!(g.node(NodeId(2)).output && !g.node(NodeId(1)).output);
         assert_eq!(g.preds(NodeId(2)), &[NodeId(1), NodeId(0)]);
+    }
+
+    #[test]
+    fn a_workspace_counts_only_at_its_nodes_step_and_survives_a_round_trip() {
+        // x (8 B) -> loop (0 B, 100 B while it runs) -> y (4 B): the peak is at the loop's step.
+        let text = r#"{"nodes": [{"id": 0, "cost_ram": 8}, {"id": 1, "cost_ram": 0, "workspace": 100, "pure": false},
+                                 {"id": 2, "cost_ram": 4}],
+            "links": [{"source": 0, "target": 1}, {"source": 1, "target": 2}]}"#;
+        let g = read_graph(text).unwrap();
+        assert_eq!(g.node(NodeId(1)).workspace, 100);
+        let order = g.topological_schedule();
+        let sim = simulate(&g, &order).unwrap();
+        assert_eq!(sim.step_bytes, vec![8, 108, 4]);
+        assert_eq!(crate::lower_bound(&g), 108);
+        let again = read_graph(&write_graph(&g, &[])).unwrap();
+        assert_eq!(again.node(NodeId(1)).workspace, 100);
+        assert_eq!(again.node(NodeId(0)).workspace, 0);
+        let err = read_graph(r#"{"nodes": [{"id": 0, "workspace": 1.5}], "links": []}"#).unwrap_err().message;
+        assert_eq!(err, "node #0: 'workspace' must be a whole number of bytes");
     }
 
     #[test]

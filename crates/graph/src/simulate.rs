@@ -267,6 +267,9 @@ fn step_bytes_of(
         let bytes = graph.node(node).bytes as i128;
         delta[step] += bytes;
         delta[end[step] + 1] -= bytes;
+        let workspace = graph.node(node).workspace as i128;
+        delta[step] += workspace;
+        delta[step + 1] -= workspace;
         if reused[step].is_some() {
             delta[step] -= bytes;
             delta[step + 1] += bytes;

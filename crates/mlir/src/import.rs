@@ -17,6 +17,7 @@
 //! cost, purity, and its inputs — including values its regions capture from the function body.
 
 use crate::ir::{self, Op, Val};
+use crate::kept_loop;
 use crate::ops;
 use crate::unroll;
 use crate::unstack;
@@ -92,6 +93,9 @@ pub struct ImportOptions {
     pub cost_model: CostModel,
     /// `stablehlo.while` loops with a static trip count up to this are unrolled (0: none).
     pub unroll_limit: usize,
+    /// Loops are unrolled only if, all unrolled, they add at most this many ops; past it,
+    /// every loop stays whole.
+    pub unroll_max_ops: usize,
     /// Mark elementwise ops that may write into a dying input's buffer
     /// ([`remat_graph::Node::reuses`]).
     pub buffer_reuse: bool,
@@ -119,11 +123,17 @@ pub enum MergeRecomputation {
 /// that would add millions of ops does not.
 pub const DEFAULT_UNROLL_LIMIT: usize = 1024;
 
+/// Default of [`ImportOptions::unroll_max_ops`]: a scan of up to about two dozen small
+/// transformer layers unrolls (the planners see every layer); a longer one is planned rolled,
+/// in a second rather than minutes, and compiles as a loop.
+pub const DEFAULT_UNROLL_MAX_OPS: usize = 20_000;
+
 impl Default for ImportOptions {
     fn default() -> Self {
         ImportOptions {
             cost_model: CostModel::default(),
             unroll_limit: DEFAULT_UNROLL_LIMIT,
+            unroll_max_ops: DEFAULT_UNROLL_MAX_OPS,
             buffer_reuse: false,
             merge_recomputation: MergeRecomputation::default(),
         }
@@ -473,6 +483,14 @@ unsafe extern "C" {
     fn rematIsUnitDimCopy(op: mlir_sys::MlirOperation) -> bool;
 }
 
+/// Whether `op` only adds unit dimensions to its first operand, keeping row-major order: an
+/// `expand_shape`, a `reshape`, a unit-dimension `broadcast_in_dim`, or jaxlib's copy.
+pub(crate) fn only_adds_unit_dims(op: Op) -> bool {
+    matches!(ir::op_name(op).as_str(), "tensor.expand_shape" | "tensor.reshape" | "stablehlo.reshape")
+        || adds_unit_dims(op)
+        || unsafe { rematIsUnitDimCopy(op) }
+}
+
 fn is_top_level_in(op: Op, body: MlirBlock) -> bool {
     ir::op_block(op).ptr == body.ptr
 }
@@ -486,10 +504,18 @@ pub(crate) fn import_function(
     let name = ir::string_attribute(func, "sym_name").unwrap_or_default();
     let body = single_block(func)?;
     inline_private_calls(module_body, body)?;
-    let (unrolled, warnings) = unroll::unroll_static_loops(body, options.unroll_limit);
+    let (unrolled, kept_warnings) = unroll::unroll_static_loops(body, options.unroll_limit, options.unroll_max_ops);
     if unrolled > 0 {
         // Bodies of StableHLO loops call private functions too.
         inline_private_calls(module_body, body)?;
+    }
+    // The bodies of loops kept whole too: the model reads what their ops allocate.
+    for op in ir::block_ops(body).into_iter().filter(|&op| ir::op_name(op) == "stablehlo.while") {
+        for region in ir::regions(op) {
+            for block in ir::blocks(region) {
+                inline_private_calls(module_body, block)?;
+            }
+        }
     }
     let unstacked = unstack::forward_stacked_slices(body);
     let mut normalized = Normalization {
@@ -516,6 +542,13 @@ pub(crate) fn import_function(
     untie_shared_inits(body);
     forward_loop_invariants(body);
     let in_place = isolate_computed_destinations(body);
+    let kept_loops = kept_loop::isolate_loop_inits(body, untie_shared_inits);
+    // Loops in the model need no warning.
+    let warnings: Vec<MlirError> = kept_warnings
+        .into_iter()
+        .filter(|(op, _)| !kept_loops.contains_key(&ir::op_key(*op)))
+        .map(|(_, warning)| warning)
+        .collect();
 
     let all_ops = ir::block_ops(body);
     let (terminator, body_ops) = all_ops.split_last().ok_or_else(|| error_at(func, "function body is empty"))?;
@@ -555,16 +588,27 @@ pub(crate) fn import_function(
     let argument_count = builder.len();
     let mut groups: Vec<Vec<MlirOperation>> = vec![Vec::new(); argument_count];
     let mut mains: Vec<Option<MlirOperation>> = vec![None; argument_count];
+    // The values a loop kept whole changes get nodes of their own right after the loop's
+    // (each buffer is freed after its own last use); the loop's node owns none.
+    let kept_results = |op: Op| kept_loops.get(&ir::op_key(op)).map_or(&[][..], |k| &k.results[..]);
     let mut node_of_main: IndexMap<usize, NodeId> = IndexMap::new();
-    for (i, _) in body_ops.iter().enumerate().filter(|&(i, _)| folded_into[i].is_none()) {
-        node_of_main.insert(i, NodeId((argument_count + node_of_main.len()) as u32));
+    let mut next_node = argument_count;
+    for (i, &op) in body_ops.iter().enumerate().filter(|&(i, _)| folded_into[i].is_none()) {
+        node_of_main.insert(i, NodeId(next_node as u32));
+        next_node += 1 + kept_results(op).len();
     }
-    let mut members: Vec<Vec<Op>> = vec![Vec::new(); node_of_main.len()];
+    let mut members: Vec<Vec<Op>> = vec![Vec::new(); next_node - argument_count];
     for (i, &op) in body_ops.iter().enumerate() {
         let node = node_of_main[&group_of(i)];
         members[node.index() - argument_count].push(op);
         for r in ir::results(op) {
             value_node.insert(ir::value_key(r), node);
+        }
+        if folded_into[i].is_none() {
+            let results = ir::results(op);
+            for (n, &k) in kept_results(op).iter().enumerate() {
+                value_node.insert(ir::value_key(results[k]), NodeId((node.index() + 1 + n) as u32));
+            }
         }
     }
 
@@ -594,6 +638,13 @@ pub(crate) fn import_function(
             }
             bytes = bytes.saturating_add(static_bytes(r, main, &format!("result #{k} of '{main_name}'"))?);
         }
+        let kept = kept_loops.get(&ir::op_key(main));
+        // A loop kept whole writes into its inits' buffers (the result nodes that follow are
+        // views of them) and holds one iteration's buffers while it runs.
+        let workspace = kept.map(|k| k.workspace);
+        if kept.is_some() {
+            bytes = 0;
+        }
         let in_place_destination = in_place.get(&ir::op_key(main)).copied();
         let view_source = if ops::is_view(&main_name) {
             ir::operands(main).first().and_then(|&v| value_node.get(&ir::value_key(v)).copied())
@@ -606,21 +657,44 @@ pub(crate) fn import_function(
         }
         let cost = match options.cost_model {
             CostModel::Unit => 1.0,
-            CostModel::Estimate => group.iter().map(|&op| ops::cost(op)).sum(),
+            CostModel::Estimate => group
+                .iter()
+                .map(|&op| match kept {
+                    Some(kept) if ir::same_op(op, main) => kept.cost,
+                    _ => ops::cost(op),
+                })
+                .sum(),
         };
-        let pure = group.iter().all(|&op| ops::is_pure(op));
+        // A loop kept whole writes into its inits: run twice, it would start from its results.
+        let pure = kept.is_none() && group.iter().all(|&op| ops::is_pure(op));
         let mut spec = NodeSpec::op(node_name(main, node), bytes, cost)
-            .origin(main_name, Some(ir::location_text(ir::location(main))));
+            .origin(main_name.clone(), Some(ir::location_text(ir::location(main))));
         if !pure || in_place_destination.is_some() {
             spec = spec.impure();
         }
         if let Some(source) = view_source {
             spec = spec.view_of(source);
         }
+        if let Some(workspace) = workspace {
+            spec = spec.with_workspace(workspace);
+        }
         let id = builder.add(spec, &preds);
         debug_assert_eq!(id, node);
         groups.push(group.clone());
         mains.push(Some(main));
+        let inits = ir::operands(main);
+        for &k in kept_results(main) {
+            let init = value_node.get(&ir::value_key(inits[k])).copied().ok_or_else(|| {
+                error_at(main, format!("internal error: the init of result #{k} of '{main_name}' has no node"))
+            })?;
+            let spec = NodeSpec::op(format!("{}#{k}", node_name(main, node)), 0, 0.0)
+                .origin(main_name.clone(), Some(ir::location_text(ir::location(main))))
+                .impure()
+                .view_of(init);
+            builder.add(spec, &[node, init]);
+            groups.push(Vec::new());
+            mains.push(None);
+        }
         if options.buffer_reuse && pure && view_source.is_none() {
             if let Some(v) = crate::fuse::reusable_input(main).and_then(|i| ir::operands(main).get(i).copied()) {
                 if let Some(&p) = value_node.get(&ir::value_key(v)) {
@@ -630,9 +704,13 @@ pub(crate) fn import_function(
         }
     }
     // Elementwise ops may write in place into an input of their bytes that owns its buffer.
+    // Not the results of a loop kept whole: ownership-based deallocation cannot tell whether
+    // they are the loop's inits, and would copy anything written into them that the step returns.
     for (node, input) in reusable {
         let source = builder.node_mut(input).clone();
-        if !source.argument && source.view_of.is_none() && source.bytes == builder.node_mut(node).bytes {
+        let loop_result = groups[input.index()].is_empty() && !source.argument;
+        if !source.argument && !loop_result && source.view_of.is_none() && source.bytes == builder.node_mut(node).bytes
+        {
             builder.node_mut(node).reuses = Some(input);
         }
     }
@@ -700,6 +778,9 @@ mod tests {
                 }
                 if let Some(v) = n.view_of {
                     line.push_str(&format!(" view_of={}", v.0));
+                }
+                if n.workspace > 0 {
+                    line.push_str(&format!(" workspace={}", n.workspace));
                 }
                 if !n.argument {
                     let mut preds: Vec<u32> = g.preds(id).iter().map(|p| p.0).collect();
@@ -984,7 +1065,7 @@ func.func @main(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tenso
             0: %arg0 bytes=32 arg
             1: %arg1 bytes=8 arg
             2: exp_2 bytes=32 cost=8 preds=[0]
-            3: insert_slice_3 bytes=0 cost=8 out impure view_of=2 preds=[1, 2]
+            3: insert_slice_3 bytes=0 cost=2 out impure view_of=2 preds=[1, 2]
             ",
         );
     }
@@ -1005,7 +1086,7 @@ func.func @main(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tenso
             0: %arg0 bytes=32 arg
             1: %arg1 bytes=8 arg
             2: exp_2 bytes=32 cost=8 out preds=[0]
-            3: insert_slice_3 bytes=32 cost=8 out preds=[1, 2]
+            3: insert_slice_3 bytes=32 cost=10 out preds=[1, 2]
             ",
         );
         with_import(input, &ImportOptions::default(), |imported, text| {
@@ -1110,6 +1191,68 @@ func.func @main(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tenso
                 "{warnings:?}"
             );
             assert!(imported.warnings[0].location.as_deref().is_some_and(|l| l.ends_with(":3:22")));
+        });
+    }
+
+    #[test]
+    fn a_counted_loop_kept_whole_holds_one_iteration_and_writes_into_its_inits() {
+        // 3 iterations of: x' = x * w (x: a state), s[i] = x' (s: a stack, written in place),
+        // i' = i + 1 (a state, from a constant); w comes back unchanged.
+        let input = r#"
+            func.func @main(%x: tensor<4xf32>, %w: tensor<4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>) {
+              %zero = arith.constant dense<0> : tensor<i32>
+              %c0 = arith.constant 0.0 : f32
+              %e = tensor.empty() : tensor<3x4xf32>
+              %s = linalg.fill ins(%c0 : f32) outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
+              %r:4 = "stablehlo.while"(%zero, %x, %w, %s) ({
+              ^bb0(%i: tensor<i32>, %v: tensor<4xf32>, %u: tensor<4xf32>, %t: tensor<3x4xf32>):
+                %n = arith.constant dense<3> : tensor<i32>
+                %p = "stablehlo.compare"(%i, %n) <{comparison_direction = #stablehlo<comparison_direction LT>}> : (tensor<i32>, tensor<i32>) -> tensor<i1>
+                "stablehlo.return"(%p) : (tensor<i1>) -> ()
+              }, {
+              ^bb0(%i: tensor<i32>, %v: tensor<4xf32>, %u: tensor<4xf32>, %t: tensor<3x4xf32>):
+                %one = arith.constant dense<1> : tensor<i32>
+                %i1 = "stablehlo.add"(%i, %one) : (tensor<i32>, tensor<i32>) -> tensor<i32>
+                %v2 = "stablehlo.multiply"(%v, %u) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+                %row = "stablehlo.reshape"(%v2) : (tensor<4xf32>) -> tensor<1x4xf32>
+                %z = arith.constant dense<0> : tensor<i32>
+                %t2 = "stablehlo.dynamic_update_slice"(%t, %row, %i, %z) : (tensor<3x4xf32>, tensor<1x4xf32>, tensor<i32>, tensor<i32>) -> tensor<3x4xf32>
+                "stablehlo.return"(%i1, %v2, %u, %t2) : (tensor<i32>, tensor<4xf32>, tensor<4xf32>, tensor<3x4xf32>) -> ()
+              }) : (tensor<i32>, tensor<4xf32>, tensor<4xf32>, tensor<3x4xf32>) -> (tensor<i32>, tensor<4xf32>, tensor<4xf32>, tensor<3x4xf32>)
+              %y = "stablehlo.exponential"(%r#1) : (tensor<4xf32>) -> tensor<4xf32>
+              return %y, %r#3 : tensor<4xf32>, tensor<3x4xf32>
+            }
+        "#;
+        let options = ImportOptions { unroll_limit: 2, ..ImportOptions::default() };
+        with_import(input, &options, |imported, text| {
+            // The constant counter and the argument x get copies the loop writes into (nodes 3
+            // and 6); the fill is the stack's buffer. The loop owns nothing and runs once (it
+            // writes into its inits); one iteration holds i + 1 (4 bytes) and x * w (16, its
+            // reshape a view), both to the end of the body. Its results are views of their
+            // inits; the returned stack goes out through a copy. Cost: 3 × (1 + 4 + 4), the
+            // last the slice written.
+            assert_eq!(
+                graph_text(&imported.graph),
+                lines(
+                    "
+                    0: %arg0 bytes=16 arg
+                    1: %arg1 bytes=16 arg
+                    2: constant_2 bytes=0 cost=0 preds=[]
+                    3: constant_3 bytes=0 cost=0 preds=[]
+                    4: fill_4 bytes=48 cost=12 preds=[3]
+                    5: alloc_tensor_5 bytes=4 cost=1 preds=[2]
+                    6: alloc_tensor_6 bytes=16 cost=4 preds=[0]
+                    7: while_7 bytes=0 cost=27 impure workspace=20 preds=[1, 4, 5, 6]
+                    8: while_7#0 bytes=0 cost=0 impure view_of=5 preds=[5, 7]
+                    9: while_7#1 bytes=0 cost=0 impure view_of=6 preds=[6, 7]
+                    10: while_7#3 bytes=0 cost=0 impure view_of=4 preds=[4, 7]
+                    11: exponential_11 bytes=16 cost=4 out preds=[9]
+                    12: alloc_tensor_12 bytes=48 cost=12 out preds=[10]
+                    "
+                ),
+                "\n{text}"
+            );
+            assert!(imported.warnings.is_empty(), "{:?}", imported.warnings);
         });
     }
 

@@ -163,9 +163,14 @@ fn int_list_after(text: &str, name: &str) -> Vec<usize> {
 /// Estimated work of one execution of `op` (docs/memory-model.md, "Cost"): 2·M·N·K for
 /// contractions, 2·(output elements)·(kernel volume)·(input channels) for convolutions,
 /// iteration space × scalar ops in the body for generic ops, output elements for data movement
-/// and elementwise ops, 0 for views, constants and empty tensors.
+/// and elementwise ops (the slice's for a slice written into a tensor, the copy's for
+/// `bufferization.alloc_tensor copy`), 0 for views, constants and empty tensors.
 pub(crate) fn cost(op: Op) -> f64 {
     let name = ir::op_name(op);
+    if name == "bufferization.alloc_tensor" && !ir::operands(op).is_empty() {
+        // `copy(%v)`: a fresh buffer holding `%v`.
+        return ir::results(op).iter().map(|&r| elements(&shape_of(r))).sum();
+    }
     if is_view(&name) || is_constant(&name) || name == "tensor.empty" || name == "bufferization.alloc_tensor" {
         return 0.0;
     }
@@ -215,6 +220,9 @@ pub(crate) fn cost(op: Op) -> f64 {
                 .unwrap_or_else(|| operands.iter().map(|&v| elements(&shape_of(v))).fold(out, f64::max));
             volume * body_op_count(op)
         }
+        // Written in place (or into a copy the importer makes, counted apart): the slice.
+        "tensor.insert_slice" => elements(&lhs),
+        "stablehlo.dynamic_update_slice" => elements(&rhs),
         "stablehlo.reduce" | "stablehlo.reduce_window" | "stablehlo.scatter" | "stablehlo.select_and_scatter" => {
             let input = operands.iter().map(|&v| elements(&shape_of(v))).fold(out, f64::max);
             input * body_op_count(op)
@@ -296,7 +304,7 @@ mod tests {
     }
 
     #[test]
-    fn init_ops_cost_nothing_but_a_fill_writes_its_output() {
+    fn init_ops_cost_nothing_but_fills_and_copies_write_their_output() {
         check(
             r#"
             func.func @f(%x: tensor<4x8xf32>) {
@@ -313,7 +321,7 @@ mod tests {
             tensor.empty init pure cost=0
             linalg.fill init outs=1..2 pure cost=32
             bufferization.alloc_tensor init pure cost=0
-            bufferization.alloc_tensor init pure cost=0
+            bufferization.alloc_tensor init pure cost=32
             ",
         );
     }
@@ -345,7 +353,7 @@ mod tests {
             linalg.matmul outs=2..3 pure cost=128
             linalg.transpose outs=1..2 pure cost=32
             linalg.reduce outs=2..4 pure cost=64
-            tensor.insert_slice outs=1..2 pure cost=8
+            tensor.insert_slice outs=1..2 pure cost=4
             tensor.insert outs=1..2 pure cost=8
             stablehlo.add pure cost=32
             linalg.fill init outs=1..2 impure cost=1

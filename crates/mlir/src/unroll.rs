@@ -41,6 +41,11 @@ pub(crate) enum TripCountError {
     /// The loop runs more than `limit` iterations (`--unroll-limit`).
     #[error("more than {limit} iterations; raise --unroll-limit to unroll it")]
     TooManyIterations { limit: usize },
+    /// Unrolled, the function's loops would add more than `limit` ops (`--unroll-max-ops`).
+    #[error(
+        "unrolled, the function's loops would add {ops} ops, more than {limit}; raise --unroll-max-ops to unroll them"
+    )]
+    TooManyOps { ops: usize, limit: usize },
 }
 
 /// Why a loop was left as one node.
@@ -54,11 +59,25 @@ pub(crate) fn kept_loop(op: Op, why: &TripCountError) -> MlirError {
 }
 
 /// Unrolls every top-level `stablehlo.while` of `body` whose trip count is at most
-/// `max_trips` and can be evaluated; returns one warning per loop left in place.
+/// `max_trips` and can be evaluated; returns one warning per loop left in place, with the loop.
 /// Loops nested in an unrolled body come to the top level and are unrolled in turn.
-pub(crate) fn unroll_static_loops(body: MlirBlock, max_trips: usize) -> (usize, Vec<MlirError>) {
+pub(crate) fn unroll_static_loops(body: MlirBlock, max_trips: usize, max_ops: usize) -> (usize, Vec<(Op, MlirError)>) {
     let mut unrolled = 0;
     let mut kept: Vec<(Op, MlirError)> = Vec::new();
+    // Unrolling is all or nothing, so that a scan's two loops are treated alike: past
+    // `max_ops`, every loop stays whole (and is planned rolled).
+    let counted: Vec<(Op, usize)> = ir::block_ops(body)
+        .into_iter()
+        .filter(|&op| ir::op_name(op) == "stablehlo.while")
+        .filter_map(|op| Some((op, trip_states(op, max_trips).ok()?.len() - 1)))
+        .collect();
+    let ops: usize = counted.iter().map(|&(op, trips)| trips.saturating_mul(body_op_count(op))).sum();
+    tracing::debug!(loops = counted.len(), ops, max_ops, "ops the static loops would add unrolled");
+    if ops > max_ops {
+        for (op, _) in counted {
+            kept.push((op, kept_loop(op, &TripCountError::TooManyOps { ops, limit: max_ops })));
+        }
+    }
     loop {
         let next = ir::block_ops(body).into_iter().find(|&op| {
             ir::op_name(op) == "stablehlo.while" && !kept.iter().any(|(k, _)| ir::op_key(*k) == ir::op_key(op))
@@ -72,12 +91,28 @@ pub(crate) fn unroll_static_loops(body: MlirBlock, max_trips: usize) -> (usize, 
             Err(why) => kept.push((op, kept_loop(op, &why))),
         }
     }
-    (unrolled, kept.into_iter().map(|(_, e)| e).collect())
+    (unrolled, kept)
+}
+
+/// Ops in a loop's body (its regions' top-level ops, terminators excluded): what each
+/// unrolled iteration adds to the function.
+fn body_op_count(op: Op) -> usize {
+    ir::regions(op)
+        .get(1)
+        .and_then(|&r| ir::blocks(r).first().copied())
+        .map_or(0, |b| ir::block_ops(b).len().saturating_sub(1))
+}
+
+/// How many iterations `stablehlo.while` `op` runs, when its integer bookkeeping can be
+/// evaluated before the step runs and the count is at most `limit` (the lowering turns such a
+/// loop into an `scf.for`, whose iterations bufferize without copying the carried values).
+pub fn static_trip_count(op: Op, limit: usize) -> Option<usize> {
+    trip_states(op, limit).ok().map(|states| states.len() - 1)
 }
 
 /// The known integer carried values at the start of each iteration, plus the state after the
 /// last one (`states.len() == trips + 1`). `None` marks a carried value not known statically.
-type TripStates = Vec<Vec<Option<i64>>>;
+pub(crate) type TripStates = Vec<Vec<Option<i64>>>;
 
 fn loop_blocks(op: Op) -> Option<(MlirBlock, MlirBlock)> {
     let regions = ir::regions(op);
@@ -90,7 +125,7 @@ fn terminator_operands(block: MlirBlock) -> Vec<Val> {
     ir::block_ops(block).last().map(|&t| ir::operands(t)).unwrap_or_default()
 }
 
-fn trip_states(op: Op, max_trips: usize) -> Result<TripStates, TripCountError> {
+pub(crate) fn trip_states(op: Op, max_trips: usize) -> Result<TripStates, TripCountError> {
     let (cond, body) = loop_blocks(op).ok_or(TripCountError::MissingRegions)?;
     if !ir::block_ops(cond).iter().all(|&o| ops::is_pure(o)) {
         return Err(TripCountError::ConditionSideEffects);
@@ -197,7 +232,7 @@ pub(crate) struct Evaluator {
 const MAX_DEPTH: usize = 256;
 
 impl Evaluator {
-    fn bound(args: &[Val], state: &[Option<i64>]) -> Self {
+    pub(crate) fn bound(args: &[Val], state: &[Option<i64>]) -> Self {
         let mut e = Evaluator::default();
         for (&a, s) in args.iter().zip(state) {
             if let Some(v) = s {
@@ -249,6 +284,10 @@ impl Evaluator {
                 if name == "tensor.from_elements" && ir::operands(op).len() != 1 {
                     return None;
                 }
+                self.operand(op, 0)
+            }
+            // `copy(…)` of a value (the importer gives a loop's constant inits copies).
+            "bufferization.alloc_tensor" if ir::operands(op).len() == 1 && ir::results(op).len() == 1 => {
                 self.operand(op, 0)
             }
             "arith.extui" | "arith.index_castui" => {

@@ -13,9 +13,11 @@
 //!
 //! * `stablehlo.optimization_barrier` (from `jax.checkpoint`) — its results are its operands;
 //!   the barrier only constrains XLA's scheduler, which is not in the loop here.
-//! * `stablehlo.while` (from `lax.scan`, `lax.fori_loop`) — `scf.while` with the same regions:
-//!   the condition's `stablehlo.return %p : tensor<i1>` becomes `tensor.extract` +
-//!   `scf.condition`, the body's `stablehlo.return` becomes `scf.yield`.
+//! * `stablehlo.while` (from `lax.scan`, `lax.fori_loop`) — `scf.for` over the same body when
+//!   its trip count can be evaluated before the step runs (the condition is then dropped);
+//!   otherwise `scf.while` with the same regions: the condition's `stablehlo.return %p :
+//!   tensor<i1>` becomes `tensor.extract` + `scf.condition`. The body's `stablehlo.return`
+//!   becomes `scf.yield`.
 //! * `stablehlo.scatter` (integer-label losses, embedding gradients) — see [`scatter`].
 //!
 //! MLIR 22 has no StableHLO dialect, so these ops are unregistered and read in generic form;
@@ -198,6 +200,10 @@ fn lower_while(op: Op) -> Result<(), OpError> {
         return Err(error_at(cond_return, "the condition of stablehlo.while must return one tensor<i1>"));
     };
 
+    if let Some(trips) = remat_mlir::static_trip_count(op, remat_mlir::MAX_COUNTED_TRIPS) {
+        return lower_counted_while(op, body, body_return, trips);
+    }
+
     // Condition: tensor<i1> -> i1, then scf.condition(%p) with the region's arguments.
     let i1 = unsafe { mlirIntegerTypeGet(mlirOperationGetContext(op), 1) };
     let extract =
@@ -224,6 +230,96 @@ fn lower_while(op: Op) -> Result<(), OpError> {
     let scf_while = insert_before(op, create_op("scf.while", location, &ir::operands(op), &result_types(op), regions));
     for (old, new) in ir::results(op).into_iter().zip(ir::results(scf_while)) {
         ir::replace_all_uses(old, new);
+    }
+    ir::erase(op);
+    Ok(())
+}
+
+/// `linalg.copy ins(%value) outs(%destination)`, inserted before `before`.
+fn copy_into(value: Val, destination: Val, before: Op) -> Val {
+    let location = ir::location(before);
+    let tensor = ir::value_type(destination);
+    let region = unsafe {
+        let element = mlirShapedTypeGetElementType(tensor);
+        let region = mlirRegionCreate();
+        let types = [element, element];
+        let locations = [location, location];
+        let block = mlirBlockCreate(2, types.as_ptr(), locations.as_ptr());
+        mlirRegionAppendOwnedBlock(region, block);
+        let first = mlirBlockGetArgument(block, 0);
+        mlirBlockAppendOwnedOperation(block, create_op("linalg.yield", location, &[first], &[], vec![]));
+        region
+    };
+    let copy = create_op("linalg.copy", location, &[value, destination], &[tensor], vec![region]);
+    set_segments(copy, &[1, 1]);
+    ir::results(insert_before(before, copy))[0]
+}
+
+/// A `stablehlo.while` that runs `trips` iterations, known before the step runs (a scan, a
+/// `fori_loop`): `scf.for %i = 0 to trips` carrying the same values through the same body;
+/// the condition, pure integer bookkeeping, is dropped. Its iterations bufferize as the
+/// body's ops say: an `scf.while` condition copies every carried value that its body
+/// replaces, in every iteration (one-shot bufferization cannot make the condition's
+/// forwarded values alias the body's fresh results). Values the body returns unchanged (the
+/// weights a scan reads) are not carried but read from above: carried, bufferization copies
+/// them before the loop.
+fn lower_counted_while(op: Op, body: MlirBlock, body_return: Op, trips: usize) -> Result<(), OpError> {
+    let location = ir::location(op);
+    let context = unsafe { mlirOperationGetContext(op) };
+    let index = unsafe { mlirIndexTypeGet(context) };
+    let bound = |value: usize| {
+        let attr = unsafe { mlirIntegerAttrGet(index, value as i64) };
+        let constant = insert_before(op, create_op("arith.constant", location, &[], &[index], vec![]));
+        let key = CString::new("value").expect("no NUL");
+        unsafe { mlirOperationSetAttributeByName(constant, mlirStringRefCreateFromCString(key.as_ptr()), attr) };
+        ir::results(constant)[0]
+    };
+    let inits = ir::operands(op);
+    let arguments = ir::block_arguments(body);
+    let yields = ir::operands(body_return);
+    if arguments.len() != inits.len() || yields.len() != inits.len() {
+        return Err(error_at(op, "stablehlo.while must carry as many values as its body takes and returns"));
+    }
+    let invariant: Vec<bool> = arguments.iter().zip(&yields).map(|(&a, &y)| ir::same_value(a, y)).collect();
+    let carried: Vec<usize> = (0..inits.len()).filter(|&k| !invariant[k]).collect();
+    let mut operands = vec![bound(0), bound(trips), bound(1)];
+    operands.extend(carried.iter().map(|&k| inits[k]));
+    // A value the body replaces is copied into its own buffer at the end of the body, so
+    // that every carried value is written in place: the loop's results are its inits'
+    // buffers, freed after their last uses. Yielded as fresh buffers, ownership-based
+    // deallocation could only free the results and the inits together, at the end of the
+    // function (a result may be its init when the loop runs no iteration).
+    let carried_yields: Vec<Val> = carried
+        .iter()
+        .map(|&k| {
+            if remat_mlir::writes_in_place(yields[k], arguments[k]) {
+                yields[k]
+            } else {
+                copy_into(yields[k], arguments[k], body_return)
+            }
+        })
+        .collect();
+    insert_before(body_return, create_op("scf.yield", ir::location(body_return), &carried_yields, &[], vec![]));
+    ir::erase(body_return);
+    for k in (0..inits.len()).rev().filter(|&k| invariant[k]) {
+        ir::replace_all_uses(arguments[k], inits[k]);
+        unsafe { mlirBlockEraseArgument(body, k as u32) };
+    }
+    // The induction variable comes first in an scf.for body; the carried values follow.
+    unsafe { mlirBlockInsertArgument(body, 0, index, location) };
+    let region = unsafe {
+        let new = mlirRegionCreate();
+        mlirRegionTakeBody(new, ir::regions(op)[1]);
+        new
+    };
+    let types: Vec<MlirType> = carried.iter().map(|&k| ir::value_type(inits[k])).collect();
+    let scf_for = insert_before(op, create_op("scf.for", location, &operands, &types, vec![region]));
+    let new_results = ir::results(scf_for);
+    for (k, old) in ir::results(op).into_iter().enumerate() {
+        match carried.iter().position(|&c| c == k) {
+            Some(n) => ir::replace_all_uses(old, new_results[n]),
+            None => ir::replace_all_uses(old, inits[k]),
+        }
     }
     ir::erase(op);
     Ok(())

@@ -12,11 +12,13 @@ mod fusion;
 pub mod option_table;
 mod options;
 mod report;
+mod scans;
 
 pub use fusion::{fuse, FusionSummary};
 pub use option_table::{OptionKind, OptionSpec, OPTIONS};
 pub use options::{options_markdown, spec, unknown_strategy, OptionError, RematOptions, PASS_OPTIONS_VERSION};
 pub use report::{Report, REPORT_SCHEMA_VERSION};
+pub use scans::ScanResidualFacts;
 
 use melior::ir::OperationRef;
 use melior::pass::{create_external, ExternalPass, Pass, RunExternalPass};
@@ -123,7 +125,9 @@ fn given_plan(
 /// plan does not yet (see `apply_plan`).
 pub fn plan_function(imported: ImportedFunction, options: &RematOptions) -> Result<PlannedFunction, RematError> {
     let (imported, fusion) = fuse(imported, options)?;
-    let (plan, mut report) = plan_graph(&imported.name, &imported.graph, &imported.order, options)?;
+    let (imported, scans, options) = scans::plan_scan_residuals(imported, options)?;
+    let (plan, mut report) = plan_graph(&imported.name, &imported.graph, &imported.order, &options)?;
+    scans::report_scan_residuals(&mut report, scans);
     report.fusion = fusion;
     report.normalized = imported.normalized;
     Ok(PlannedFunction { imported, plan, report })

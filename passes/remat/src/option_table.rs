@@ -159,6 +159,29 @@ pub const OPTIONS: &[OptionSpec] = &[
         strategies: &[],
     },
     OptionSpec {
+        name: "unroll-max-ops",
+        flag: Flag::Value("unroll-max-ops"),
+        kind: OptionKind::Count { min: 0, noun: "ops" },
+        value_name: "N",
+        default: "20000",
+        automatic: "",
+        help: "Unroll the loops only if, all unrolled, they add at most N ops; past that every loop stays whole \
+               and a scan is planned rolled (see scan-residuals)",
+        strategies: &[],
+    },
+    OptionSpec {
+        name: "scan-residuals",
+        flag: Flag::Value("scan-residuals"),
+        kind: OptionKind::Choice { words: &["plan", "keep"], noun: None },
+        value_name: "MODE",
+        default: "plan",
+        automatic: "",
+        help: "Scans kept whole (above --unroll-limit) under a budget: plan chooses which residuals every layer saves \
+               for the backward loop and which it recomputes there (as a jax.checkpoint policy does, for all layers \
+               alike), before the strategy plans the rest; keep leaves the scans as written",
+        strategies: &[],
+    },
+    OptionSpec {
         name: "time-limit",
         flag: Flag::Value("time-limit"),
         kind: OptionKind::Seconds,

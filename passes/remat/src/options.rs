@@ -4,7 +4,7 @@
 
 use crate::option_table::{expected, OptionKind, OptionSpec, OPTIONS};
 use remat_graph::units::{parse_budget, Budget, BudgetError};
-use remat_mlir::{CostModel, ImportOptions, MergeRecomputation, DEFAULT_UNROLL_LIMIT};
+use remat_mlir::{CostModel, ImportOptions, MergeRecomputation, DEFAULT_UNROLL_LIMIT, DEFAULT_UNROLL_MAX_OPS};
 use remat_planners::dtr::{Dealloc, Heuristic};
 use remat_planners::fusion::FusionMode;
 use remat_planners::ilp::{SolveMethod, StageOrder};
@@ -62,10 +62,14 @@ pub struct RematOptions {
     pub cost_model: CostModel,
     /// Loops with a static trip count up to this are unrolled before planning (0: none).
     pub unroll_limit: usize,
+    /// Loops are unrolled only if, all unrolled, they add at most this many ops.
+    pub unroll_max_ops: usize,
     /// Elementwise fusion before planning.
     pub fusion: FusionMode,
     /// Which recomputation the input already does is merged before planning (`checkpoints`).
     pub merge_recomputation: MergeRecomputation,
+    /// Whether scans kept whole get a rolled plan of their residuals (`scan-residuals`).
+    pub plan_scan_residuals: bool,
     /// Strategy knobs and polishing.
     pub planner: PlannerOptions,
 }
@@ -80,8 +84,10 @@ impl Default for RematOptions {
             schedule: None,
             cost_model: CostModel::Estimate,
             unroll_limit: DEFAULT_UNROLL_LIMIT,
+            unroll_max_ops: DEFAULT_UNROLL_MAX_OPS,
             fusion: FusionMode::default(),
             merge_recomputation: MergeRecomputation::default(),
+            plan_scan_residuals: true,
             planner: PlannerOptions::default(),
         };
         for spec in OPTIONS {
@@ -128,6 +134,7 @@ impl RematOptions {
                 }
             }
             "unroll-limit" => self.unroll_limit = parsed.count()?.unwrap_or(DEFAULT_UNROLL_LIMIT),
+            "unroll-max-ops" => self.unroll_max_ops = parsed.count()?.unwrap_or(DEFAULT_UNROLL_MAX_OPS),
             "fusion" => {
                 let word = parsed.choice()?.expect("fusion has a default");
                 self.fusion = FusionMode::ALL.into_iter().find(|m| m.name() == word).expect("declared choices");
@@ -139,6 +146,7 @@ impl RematOptions {
                     _ => MergeRecomputation::BehindBarriers,
                 }
             }
+            "scan-residuals" => self.plan_scan_residuals = parsed.choice()? != Some("keep"),
             "time-limit" => planner.time_limit = parsed.real()?,
             "tw-stop" => planner.tw_stop = parsed.count()?,
             "pw-stop" => planner.pw_stop = parsed.count()?,
@@ -191,6 +199,7 @@ impl RematOptions {
         ImportOptions {
             cost_model: self.cost_model,
             unroll_limit: self.unroll_limit,
+            unroll_max_ops: self.unroll_max_ops,
             buffer_reuse: self.fusion != FusionMode::None,
             merge_recomputation: self.merge_recomputation,
         }
