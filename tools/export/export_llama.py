@@ -11,7 +11,9 @@ figures in docs/bench ("A LLaMA-style step not in the repo") come from
 which writes DIR/llamaL.{stablehlo,linalg}.mlir (as export_jax.py writes the examples) and,
 with --xla, prints XLA's peak and FLOPs without and with jax.checkpoint policies around each
 block (measured as alternatives.py measures them), writing each checkpointed step's linalg
-form beside it for tools/export/our_cost_model.py's kind of count.
+form beside it for tools/export/our_cost_model.py's kind of count. With --scan, the blocks run
+under one lax.scan over stacked parameters (DIR/llamaL_scan.*), as Flax's nn.scan and MaxText
+run them.
 """
 
 import argparse
@@ -60,11 +62,15 @@ def block(p, h):
     return h + (jax.nn.silu(x @ p["w1"]) * (x @ p["w3"])) @ p["w2"]
 
 
-def make_step(blk):
+def make_step(blk, scan=False):
     def forward(params, tokens):
         h = params["emb"][tokens]
-        for p in params["blocks"]:
-            h = blk(p, h)
+        if scan:
+            # Stacked layer parameters under one lax.scan, as Flax's nn.scan and MaxText run them.
+            h, _ = jax.lax.scan(lambda h, p: (blk(p, h), None), h, params["blocks"])
+        else:
+            for p in params["blocks"]:
+                h = blk(p, h)
         return rms(h, params["nf"]) @ params["emb"].T
 
     def xent(logits, labels):
@@ -74,12 +80,13 @@ def make_step(blk):
     return E.make_adam_step(forward, xent)
 
 
-def specs(layers, seq, batch):
+def specs(layers, seq, batch, scan=False):
     f = lambda *shape: jax.ShapeDtypeStruct(shape, jnp.float32)  # noqa: E731
     blk = {"n1": f(WIDTH), "n2": f(WIDTH), "wq": f(WIDTH, WIDTH), "wk": f(WIDTH, KV_HEADS * HEAD),
            "wv": f(WIDTH, KV_HEADS * HEAD), "wo": f(WIDTH, WIDTH), "w1": f(WIDTH, HIDDEN),
            "w3": f(WIDTH, HIDDEN), "w2": f(HIDDEN, WIDTH)}
-    params = {"emb": f(VOCAB, WIDTH), "nf": f(WIDTH), "blocks": [blk] * layers}
+    blocks = {k: f(layers, *v.shape) for k, v in blk.items()} if scan else [blk] * layers
+    params = {"emb": f(VOCAB, WIDTH), "nf": f(WIDTH), "blocks": blocks}
     tokens = jax.ShapeDtypeStruct((batch, seq), jnp.int32)
     return params, params, params, tokens, tokens
 
@@ -100,24 +107,25 @@ def main(argv=None):
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--xla", action="store_true", help="also XLA's figures with checkpoint policies")
+    ap.add_argument("--scan", action="store_true", help="run the blocks under one lax.scan over stacked parameters")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
-    s = specs(args.layers, args.seq, args.batch)
-    name = os.path.join(args.out, f"llama{args.layers}")
-    write(make_step(block), s, name)
+    s = specs(args.layers, args.seq, args.batch, args.scan)
+    name = os.path.join(args.out, f"llama{args.layers}" + ("_scan" if args.scan else ""))
+    write(make_step(block, args.scan), s, name)
     print(f"wrote {name}.stablehlo.mlir and {name}.linalg.mlir")
     if not args.xla:
         return 0
     base = None
     for policy in ("none",) + POLICIES:
         blk = block if policy == "none" else jax.checkpoint(block, policy=getattr(jax.checkpoint_policies, policy))
-        compiled = jax.jit(make_step(blk)).lower(*s).compile()
+        compiled = jax.jit(make_step(blk, args.scan)).lower(*s).compile()
         mem, flops = compiled.memory_analysis(), compiled.cost_analysis()["flops"]
         base = base or flops
         peak = mem.output_size_in_bytes + mem.temp_size_in_bytes - mem.alias_size_in_bytes
         print(f"XLA {policy}: peak {peak} bytes, flops {flops:.4e} ({flops / base - 1:+.1%})")
         if policy != "none":
-            write(make_step(blk), s, f"{name}.{policy}")
+            write(make_step(blk, args.scan), s, f"{name}.{policy}")
     return 0
 
 

@@ -249,6 +249,9 @@ fn iteration_peak(op: Op) -> Option<u64> {
         for (k, &r) in results.iter().enumerate() {
             let source = if ops::is_view(&name) {
                 operands.first().copied()
+            } else if name == "stablehlo.optimization_barrier" {
+                // Its results are its operands (the lowering drops it).
+                operands.get(k).copied()
             } else {
                 let destination = if name == "stablehlo.dynamic_update_slice" {
                     Some(0)

@@ -94,8 +94,8 @@ pub(crate) fn unroll_static_loops(body: MlirBlock, max_trips: usize, max_ops: us
     (unrolled, kept)
 }
 
-/// Ops in a loop's body (its regions' top-level ops, terminators excluded): what each
-/// unrolled iteration adds to the function.
+/// Ops in a loop's body as written (its top-level ops, terminators excluded; a call counts
+/// as one): about what each unrolled iteration adds to the function.
 fn body_op_count(op: Op) -> usize {
     ir::regions(op)
         .get(1)

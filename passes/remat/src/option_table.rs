@@ -165,8 +165,8 @@ pub const OPTIONS: &[OptionSpec] = &[
         value_name: "N",
         default: "20000",
         automatic: "",
-        help: "Unroll the loops only if, all unrolled, they add at most N ops; past that every loop stays whole \
-               and a scan is planned rolled (see scan-residuals)",
+        help: "Unroll the loops only if, all unrolled, they add at most N ops (counted in their bodies as written, \
+               a call as one); past that every loop stays whole and a scan is planned rolled (see scan-residuals)",
         strategies: &[],
     },
     OptionSpec {
