@@ -58,6 +58,40 @@ func.func @counted_loop(%x: tensor<4xf32>, %w: tensor<4xf32>, %s: tensor<3x4xf32
 
 // -----
 
+// A counted loop that swaps two values (as a PRNG's rounds do): each is staged in a fresh
+// buffer before the write-backs, which would otherwise overwrite one before it is read.
+// CHECK-LABEL: func.func @swapping_loop
+// CHECK:         scf.for %{{.*}} iter_args(%[[I:.*]] = %{{.*}}, %[[A:.*]] = %arg0, %[[B:.*]] = %arg1)
+// CHECK-DAG:       %[[EA:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK-DAG:       %[[EB:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK-DAG:       %[[SA:.*]] = linalg.copy ins(%[[B]] : tensor<4xf32>) outs(%[[EA]] : tensor<4xf32>)
+// CHECK-DAG:       %[[SB:.*]] = linalg.copy ins(%[[A]] : tensor<4xf32>) outs(%[[EB]] : tensor<4xf32>)
+// CHECK:           linalg.copy ins(%[[SA]] : tensor<4xf32>) outs(%[[A]] : tensor<4xf32>)
+// CHECK:           linalg.copy ins(%[[SB]] : tensor<4xf32>) outs(%[[B]] : tensor<4xf32>)
+func.func @swapping_loop(%x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %zero = arith.constant dense<0> : tensor<i32>
+  %r:3 = "stablehlo.while"(%zero, %x, %y) ({
+  ^bb0(%i: tensor<i32>, %a: tensor<4xf32>, %b: tensor<4xf32>):
+    %n = arith.constant dense<5> : tensor<i32>
+    %e = tensor.empty() : tensor<i1>
+    %p = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []}
+        ins(%i, %n : tensor<i32>, tensor<i32>) outs(%e : tensor<i1>) {
+    ^bb0(%u: i32, %v: i32, %o: i1):
+      %c = arith.cmpi slt, %u, %v : i32
+      linalg.yield %c : i1
+    } -> tensor<i1>
+    "stablehlo.return"(%p) : (tensor<i1>) -> ()
+  }, {
+  ^bb0(%i: tensor<i32>, %a: tensor<4xf32>, %b: tensor<4xf32>):
+    %one = arith.constant dense<1> : tensor<i32>
+    %i1 = arith.addi %i, %one : tensor<i32>
+    "stablehlo.return"(%i1, %b, %a) : (tensor<i32>, tensor<4xf32>, tensor<4xf32>) -> ()
+  }) : (tensor<i32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<i32>, tensor<4xf32>, tensor<4xf32>)
+  return %r#1, %r#2 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
 // A while whose trip count depends on the step's inputs → scf.while: the condition's
 // tensor<i1> is extracted for scf.condition; the body yields what it returned.
 // CHECK-LABEL: func.func @data_dependent_loop

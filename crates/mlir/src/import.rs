@@ -542,7 +542,7 @@ pub(crate) fn import_function(
     untie_shared_inits(body);
     forward_loop_invariants(body);
     let in_place = isolate_computed_destinations(body);
-    let kept_loops = kept_loop::isolate_loop_inits(body, untie_shared_inits);
+    let kept_loops = kept_loop::isolate_loop_inits(body, &untie_shared_inits);
     // Loops in the model need no warning.
     let warnings: Vec<MlirError> = kept_warnings
         .into_iter()

@@ -20,14 +20,20 @@
 //!   does not depend on the plan;
 //! * a loop result the step returns is returned through a copy (bufferization would clone it
 //!   there: it cannot tell a result from its init);
-//! * the body's calls are inlined and its inits untied (by the importer), as in the step's body.
+//! * the body's calls are inlined and its inits untied (by the importer), as in the step's body;
+//! * loops in the body are prepared and modelled first; the outer iteration holds their
+//!   workspace while they run.
+//!
+//! A replaced value that is a carried value or a view of one is staged in a fresh buffer before
+//! the write-backs ([`is_carried_view`]); the iteration's peak counts it.
 //!
 //! The importer then gives the loop a node that owns nothing, whose workspace
 //! ([`remat_graph::Node::workspace`]) is the peak of one iteration's buffers, and each result
 //! it changes a node of its own: an in-place update, a view of its init.
 //!
 //! A loop whose trip count is known only when the step runs stays an `scf.while`, whose
-//! condition copies every state in every iteration; it is not in the model (a warning says so).
+//! condition copies every state in every iteration; it is not in the model (a warning says so),
+//! nor is a loop with one such in its body.
 
 use crate::ir::{self, Op, Val};
 use crate::ops;
@@ -57,16 +63,26 @@ pub(crate) struct KeptLoop {
 /// model cannot follow (a loop in the body, a state replaced by another carried value) are
 /// left out. `untie_inits` gives each op of a loop's body a destination of its own, as the
 /// importer does in the step's body.
-pub(crate) fn isolate_loop_inits(body: MlirBlock, untie_inits: impl Fn(MlirBlock)) -> IndexMap<usize, KeptLoop> {
+pub(crate) fn isolate_loop_inits(body: MlirBlock, untie_inits: &impl Fn(MlirBlock)) -> IndexMap<usize, KeptLoop> {
     let mut kept = IndexMap::new();
     for op in ir::block_ops(body) {
         if ir::op_name(op) != "stablehlo.while" {
             continue;
         }
-        let Some(trips) = unroll::static_trip_count(op, MAX_COUNTED_TRIPS) else { continue };
-        let Some(carried) = classify(op) else { continue };
+        let at = || ir::location_text(ir::location(op));
+        let Some(trips) = unroll::static_trip_count(op, MAX_COUNTED_TRIPS) else {
+            tracing::debug!(loop_at = %at(), "loop outside the model: its trip count is not static");
+            continue;
+        };
+        let Some(carried) = classify(op) else {
+            tracing::debug!(loop_at = %at(), "loop outside the model: its regions do not match its values");
+            continue;
+        };
         if let Some(loop_body) = loop_body(op) {
             untie_inits(loop_body);
+            // Loops in the body (a PRNG's rounds in a scanned layer) first: the body's
+            // iteration holds theirs while they run.
+            kept.extend(isolate_loop_inits(loop_body, untie_inits));
         }
         for (k, class) in carried.iter().enumerate() {
             if *class == Carried::Invariant {
@@ -94,18 +110,26 @@ pub(crate) fn isolate_loop_inits(body: MlirBlock, untie_inits: impl Fn(MlirBlock
             ir::insert_before(body, op, copy);
             ir::set_operand(op, k, ir::results(copy)[0]);
         }
-        let Some(workspace) = iteration_peak(op) else { continue };
+        let Some(workspace) = iteration_peak(op, &carried, &kept) else {
+            tracing::debug!(loop_at = %at(), "loop outside the model: a value of its body has no static size, or a loop in it is outside");
+            continue;
+        };
         let body_cost: f64 = loop_body(op)
             .map(|b| {
                 let body_ops = ir::block_ops(b);
-                body_ops[..body_ops.len().saturating_sub(1)].iter().map(|&o| ops::cost(o)).sum()
+                body_ops[..body_ops.len().saturating_sub(1)]
+                    .iter()
+                    .map(|&o| kept.get(&ir::op_key(o)).map_or_else(|| ops::cost(o), |inner| inner.cost))
+                    .sum()
             })
             .unwrap_or(0.0);
         tracing::debug!(loop_at = %ir::location_text(ir::location(op)), trips, workspace, "loop kept whole");
         let results = (0..carried.len()).filter(|&k| carried[k] != Carried::Invariant).collect();
         kept.insert(ir::op_key(op), KeptLoop { results, workspace, cost: trips as f64 * body_cost });
     }
-    copy_returned_results(body, &kept);
+    if ir::block_ops(body).last().is_some_and(|&t| ir::op_name(t) == "func.return") {
+        copy_returned_results(body, &kept);
+    }
     kept
 }
 
@@ -150,12 +174,6 @@ fn loop_body(op: Op) -> Option<MlirBlock> {
 pub(crate) fn classify(op: Op) -> Option<Vec<Carried>> {
     let body = loop_body(op)?;
     let ops_in_body = ir::block_ops(body);
-    if ops_in_body
-        .iter()
-        .any(|&o| ir::nested_ops(o).into_iter().chain([o]).any(|n| ir::op_name(n) == "stablehlo.while"))
-    {
-        return None;
-    }
     let arguments = ir::block_arguments(body);
     let yields = ir::operands(*ops_in_body.last()?);
     if arguments.len() != yields.len() || yields.len() != ir::operands(op).len() {
@@ -174,13 +192,16 @@ pub(crate) fn classify(op: Op) -> Option<Vec<Carried>> {
             }
         })
         .collect();
-    // A state replaced by another carried value (a swap) would be overwritten before it is
-    // read; bufferization then copies where the model cannot say.
-    let swaps = carried
-        .iter()
-        .zip(&yields)
-        .any(|(c, &y)| *c == Carried::State && arguments.iter().any(|&a| ir::same_value(a, storage_root(y))));
-    (!swaps).then_some(carried)
+    Some(carried)
+}
+
+/// Whether `value`, which a loop's body returns for a value it replaces, is a carried
+/// argument of the body or a view of one (`arguments`: the body's arguments that the loop does
+/// not return unchanged). Written back in place it would be overwritten before it is read (a
+/// PRNG's rounds swap their words), so the lowering stages it in a fresh buffer first.
+pub fn is_carried_view(value: Val, arguments: &[Val]) -> bool {
+    let root = storage_root(value);
+    arguments.iter().any(|&a| ir::same_value(a, root))
 }
 
 /// The value whose buffer `v` is a view of (itself if none).
@@ -226,7 +247,7 @@ pub fn writes_in_place(value: Val, argument: Val) -> bool {
 /// from above excluded): each buffer its ops make, from the op that makes it to its last use
 /// (to the end for the values it returns, which the lowering copies into their buffers
 /// there). `None` if a value's size is not static.
-fn iteration_peak(op: Op) -> Option<u64> {
+fn iteration_peak(op: Op, carried: &[Carried], nested: &IndexMap<usize, KeptLoop>) -> Option<u64> {
     struct Buffer {
         bytes: u64,
         made_at: usize,
@@ -239,18 +260,28 @@ fn iteration_peak(op: Op) -> Option<u64> {
     let mut buffers: Vec<Buffer> = Vec::new();
     // The buffer a value lives in, where it is one of the iteration's.
     let mut buffer_of: IndexMap<usize, usize> = IndexMap::new();
+    // A loop in the body holds its workspace while it runs.
+    let mut transient: Vec<(usize, u64)> = Vec::new();
     for (i, &o) in body_ops.iter().enumerate() {
         let name = ir::op_name(o);
         if ops::is_constant(&name) {
             continue;
+        }
+        if ir::nested_ops(o).iter().any(|&n| ir::op_name(n) == "stablehlo.while") {
+            return None; // a loop deeper in an op's regions
+        }
+        let inner = (name == "stablehlo.while").then(|| nested.get(&ir::op_key(o)));
+        if let Some(inner) = inner {
+            let inner = inner?; // a loop the model does not follow
+            transient.push((i, inner.workspace));
         }
         let operands = ir::operands(o);
         let results = ir::results(o);
         for (k, &r) in results.iter().enumerate() {
             let source = if ops::is_view(&name) {
                 operands.first().copied()
-            } else if name == "stablehlo.optimization_barrier" {
-                // Its results are its operands (the lowering drops it).
+            } else if name == "stablehlo.optimization_barrier" || name == "stablehlo.while" {
+                // A barrier's results are its operands; a loop's are its inits' buffers.
                 operands.get(k).copied()
             } else {
                 let destination = if name == "stablehlo.dynamic_update_slice" {
@@ -294,10 +325,29 @@ fn iteration_peak(op: Op) -> Option<u64> {
             buffers[b].last_use = end;
         }
     }
+    // Replaced values that are carried values (or views of them) are staged in fresh buffers
+    // at the end of the body (see `is_carried_view`).
+    let arguments = ir::block_arguments(body);
+    let changing: Vec<Val> =
+        arguments.iter().zip(carried).filter(|(_, c)| **c != Carried::Invariant).map(|(&a, _)| a).collect();
+    let staged: u64 = ir::operands(*terminator)
+        .iter()
+        .zip(carried)
+        .filter(|(&y, c)| **c == Carried::State && is_carried_view(y, &changing))
+        .map(|(&y, _)| match ir::type_bytes(ir::value_type(y)) {
+            ir::TypeBytes::Static(b) => b,
+            _ => 0,
+        })
+        .sum();
+    transient.push((end, staged));
     let mut delta = vec![0i128; end + 2];
     for b in &buffers {
         delta[b.made_at] += b.bytes as i128;
         delta[b.last_use + 1] -= b.bytes as i128;
+    }
+    for &(i, bytes) in &transient {
+        delta[i] += bytes as i128;
+        delta[i + 1] -= bytes as i128;
     }
     let mut live = 0i128;
     let mut peak = 0i128;

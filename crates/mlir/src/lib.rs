@@ -22,7 +22,7 @@ pub use fuse::{apply_fusions, fusion_candidates, FusionPair};
 pub use import::{
     ImportOptions, ImportedFunction, MergeRecomputation, Normalization, DEFAULT_UNROLL_LIMIT, DEFAULT_UNROLL_MAX_OPS,
 };
-pub use kept_loop::{writes_in_place, MAX_COUNTED_TRIPS};
+pub use kept_loop::{is_carried_view, writes_in_place, MAX_COUNTED_TRIPS};
 pub use rewrite::{apply_plan, apply_schedule, RewriteStats, HOST_MEMORY_SPACE, RECOMPUTE_ATTRIBUTE};
 pub use unroll::static_trip_count;
 

@@ -25,7 +25,8 @@
 //! each round's exact re-simulation decides fusions afresh, and a fusion never makes a step
 //! hold more than it would unfused. Fusions decided afresh can still undo one the bookkeeping
 //! counted on (a reader's buffer reuse returns once an input dies there, so fusing no longer
-//! pays): where a round's schedule then exceeds what was allowed, the longest prefix of its
+//! pays), and buffer reuses can move when instances live longer: each round's schedule is
+//! re-simulated exactly, and where it exceeds what was allowed, the longest prefix of its
 //! drops that fits is kept (a bisection of exact re-simulations), and polishing stops.
 
 use crate::Deadline;
@@ -234,12 +235,13 @@ pub fn polish_until(
             lifetimes(graph, s).map_or(u64::MAX, |l| l.step_bytes.into_iter().max().unwrap_or(0))
         };
         let polished = without(&taken);
-        if !graph.has_fusions() || peak(&polished) <= allowed {
+        if peak(&polished) <= allowed {
             schedule = polished;
             continue;
         }
         // Fusions decided afresh can undo one the bookkeeping counted on (a reader's reuse
-        // returns, so fusing no longer pays): keep the longest prefix of the drops that fits.
+        // returns, so fusing no longer pays), and buffer reuses can move where instances live
+        // longer: keep the longest prefix of the drops that fits.
         let (mut fits, mut over) = (0, taken.len());
         while over - fits > 1 {
             let mid = (fits + over) / 2;

@@ -289,15 +289,36 @@ fn lower_counted_while(op: Op, body: MlirBlock, body_return: Op, trips: usize) -
     // buffers, freed after their last uses. Yielded as fresh buffers, ownership-based
     // deallocation could only free the results and the inits together, at the end of the
     // function (a result may be its init when the loop runs no iteration).
-    let carried_yields: Vec<Val> = carried
+    // A replaced value that is itself a carried value (or a view of one: a PRNG's rounds swap
+    // their words) is staged in a fresh buffer first, or its write-back would overwrite it
+    // before it is read.
+    let changing: Vec<Val> = carried.iter().map(|&k| arguments[k]).collect();
+    let staged: Vec<Val> = carried
         .iter()
         .map(|&k| {
-            if remat_mlir::writes_in_place(yields[k], arguments[k]) {
-                yields[k]
-            } else {
-                copy_into(yields[k], arguments[k], body_return)
+            let y = yields[k];
+            if remat_mlir::writes_in_place(y, arguments[k]) || !remat_mlir::is_carried_view(y, &changing) {
+                return y;
             }
+            let empty = insert_before(
+                body_return,
+                create_op("tensor.empty", ir::location(body_return), &[], &[ir::value_type(y)], vec![]),
+            );
+            copy_into(y, ir::results(empty)[0], body_return)
         })
+        .collect();
+    let carried_yields: Vec<Val> = carried
+        .iter()
+        .zip(&staged)
+        .map(
+            |(&k, &y)| {
+                if remat_mlir::writes_in_place(y, arguments[k]) {
+                    y
+                } else {
+                    copy_into(y, arguments[k], body_return)
+                }
+            },
+        )
         .collect();
     insert_before(body_return, create_op("scf.yield", ir::location(body_return), &carried_yields, &[], vec![]));
     ir::erase(body_return);
