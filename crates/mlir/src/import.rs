@@ -340,15 +340,7 @@ fn isolate_computed_destinations(body: MlirBlock) -> IndexMap<usize, Val> {
                 in_place.insert(ir::op_key(op), dest);
                 continue;
             }
-            let copy = ir::create_op(
-                "bufferization.alloc_tensor",
-                &[dest],
-                &[ir::value_type(dest)],
-                &[("operandSegmentSizes", ir::dense_i32_array_attribute(op, &[0, 1, 0]))],
-                ir::location(op),
-            );
-            ir::insert_before(body, op, copy);
-            ir::set_operand(op, n, ir::results(copy)[0]);
+            ir::read_through_copy(body, op, n);
         }
     }
     in_place

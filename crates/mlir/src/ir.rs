@@ -473,6 +473,22 @@ pub fn create_op(
     }
 }
 
+/// Makes operand `n` of `user` read a fresh copy of its value instead: a
+/// `bufferization.alloc_tensor copy(%v)` inserted right before `user` in `block`, which
+/// bufferization always allocates.
+pub fn read_through_copy(block: MlirBlock, user: Op, n: usize) {
+    let value = operands(user)[n];
+    let copy = create_op(
+        "bufferization.alloc_tensor",
+        &[value],
+        &[value_type(value)],
+        &[("operandSegmentSizes", dense_i32_array_attribute(user, &[0, 1, 0]))],
+        location(user),
+    );
+    insert_before(block, user, copy);
+    set_operand(user, n, results(copy)[0]);
+}
+
 /// `array<i32: …>` in `op`'s context.
 pub fn dense_i32_array_attribute(op: Op, values: &[i32]) -> MlirAttribute {
     unsafe { mlirDenseI32ArrayGet(mlirOperationGetContext(op), values.len() as isize, values.as_ptr()) }

@@ -100,15 +100,7 @@ pub(crate) fn isolate_loop_inits(body: MlirBlock, untie_inits: &impl Fn(MlirBloc
             if owned {
                 continue;
             }
-            let copy = ir::create_op(
-                "bufferization.alloc_tensor",
-                &[init],
-                &[ir::value_type(init)],
-                &[("operandSegmentSizes", ir::dense_i32_array_attribute(op, &[0, 1, 0]))],
-                ir::location(op),
-            );
-            ir::insert_before(body, op, copy);
-            ir::set_operand(op, k, ir::results(copy)[0]);
+            ir::read_through_copy(body, op, k);
         }
         let Some(workspace) = iteration_peak(op, &carried, &kept) else {
             tracing::debug!(loop_at = %at(), "loop outside the model: a value of its body has no static size, or a loop in it is outside");
@@ -143,15 +135,7 @@ fn copy_returned_results(body: MlirBlock, kept: &IndexMap<usize, KeptLoop>) {
         if !kept.get(&ir::op_key(producer)).is_some_and(|l| l.results.contains(&k)) {
             continue;
         }
-        let copy = ir::create_op(
-            "bufferization.alloc_tensor",
-            &[value],
-            &[ir::value_type(value)],
-            &[("operandSegmentSizes", ir::dense_i32_array_attribute(terminator, &[0, 1, 0]))],
-            ir::location(terminator),
-        );
-        ir::insert_before(body, terminator, copy);
-        ir::set_operand(terminator, n, ir::results(copy)[0]);
+        ir::read_through_copy(body, terminator, n);
     }
 }
 
