@@ -150,7 +150,8 @@ pub(crate) enum Carried {
     State,
 }
 
-fn loop_body(op: Op) -> Option<MlirBlock> {
+/// The body block of `stablehlo.while` `op` (its second region's).
+pub(crate) fn loop_body(op: Op) -> Option<MlirBlock> {
     ir::blocks(*ir::regions(op).get(1)?).first().copied()
 }
 

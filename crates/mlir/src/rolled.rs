@@ -18,7 +18,7 @@
 //! layer's input) is itself a kept residual, as it is in JAX's scans.
 
 use crate::ir::{self, Op, Val};
-use crate::kept_loop::{self, Carried};
+use crate::kept_loop::{self, loop_body, Carried};
 use crate::ops;
 use mlir_sys::*;
 use std::collections::{HashMap, HashSet};
@@ -246,10 +246,6 @@ fn erase_if_dead(value: Val) {
     for v in operands {
         erase_if_dead(v);
     }
-}
-
-fn loop_body(op: Op) -> Option<MlirBlock> {
-    ir::blocks(*ir::regions(op).get(1)?).first().copied()
 }
 
 /// The forward–backward pairs of `body`'s top-level loops: each stack the forward writes a
