@@ -19,6 +19,14 @@
 //!    inputs are being prepared) are protected. Ties go to the cheaper, then the older node.
 //! 3. *Execute.* Append the step and update liveness.
 //!
+//! *Fused recomputation* (docs/memory-model.md, "Fused recomputations"). Where an evicted
+//! input is one the step can compute itself ([`remat_graph::Node::fuses`]) and nothing after
+//! the step needs it, phase 1 recomputes it last, right before the step, and phase 2 meets the
+//! budget for the fused op, which holds the input's own inputs but never the input: XLA's
+//! walk would hold it as a buffer, an upper bound that evicts more than the budget needs. Only
+//! pairs the model is certain to fuse are taken (the bytes they may hold longer weigh no more
+//! than the value), so what the walk tracks still bounds what the model measures.
+//!
 //! At the end, evicted outputs are recomputed. The eviction of a value never raises memory at a
 //! step already scheduled: an evicted value's last use is in the past, inputs that were already
 //! dead are marked for recomputation rather than revived. So the memory the planner tracks at a
@@ -171,6 +179,7 @@ fn run_walk<'g>(
     tracing::debug!(
         steps = state.schedule.len(),
         evictions = state.evictions,
+        fused_recomputations = state.fused_steps.len(),
         budget,
         block_limit,
         aborted = state.aborted,
@@ -217,6 +226,8 @@ struct State<'g> {
     live_bytes: u64,
     schedule: Schedule,
     evictions: usize,
+    /// Steps recomputed fused into the next ([`State::recompute_fused`]).
+    fused_steps: Vec<usize>,
     /// Whether some step stayed over the budget because nothing could be evicted.
     stuck: bool,
     /// Most dead inputs an eviction may mark for recomputation.
@@ -230,6 +241,9 @@ struct State<'g> {
     /// Eviction round counter and `recomputable` memo stamped with it.
     round: u32,
     recomputable_memo: Vec<(u32, bool)>,
+    /// A value being recomputed fused into its reader: victims whose recomputation would read
+    /// it are passed over, so nothing after the reader comes to need it.
+    fusing: Option<NodeId>,
     /// Memory at each emitted step, as tracked here (checked against the simulator in tests).
     trace: Option<Vec<u64>>,
 }
@@ -283,6 +297,7 @@ impl<'g> State<'g> {
             live_bytes: 0,
             schedule: Vec::new(),
             evictions: 0,
+            fused_steps: Vec::new(),
             stuck: false,
             block_limit,
             step_cap: (WORK_FACTOR * order.len()).max(WORK_FLOOR) + graph.outputs().count(),
@@ -292,6 +307,7 @@ impl<'g> State<'g> {
             trace: None,
             round: 0,
             recomputable_memo: vec![(0, false); n],
+            fusing: None,
         }
     }
 
@@ -369,31 +385,24 @@ impl<'g> State<'g> {
         for r in &inputs {
             self.protected[r.index()] += 1;
         }
-        // Phase 1: inputs.
+        // Phase 1: inputs; an evicted input the step can compute itself comes last.
+        let fusable = self.fusable_recomputation(id, reason);
         for &p in self.graph.preds(id) {
+            if Some(p) != fusable {
+                self.ensure_resident(p);
+            }
+        }
+        let fused = fusable.and_then(|p| self.recompute_fused(p, id, reason));
+        if let Some(p) = fusable.filter(|_| fused.is_none()) {
             self.ensure_resident(p);
         }
         // Phase 2: budget.
         let own_bytes = if self.is_root(id) { self.graph.node(id).bytes } else { 0 };
-        while self.live_bytes + own_bytes > self.budget {
-            match self.best_eviction(id, reason) {
-                Some(victim) => self.evict(victim),
-                None => {
-                    self.stuck = true;
-                    break;
-                }
-            }
+        if fused.is_none() {
+            self.meet_budget(id, reason, own_bytes);
         }
         // Phase 3: execute.
-        if let Some(trace) = &mut self.trace {
-            trace.push(self.live_bytes + own_bytes);
-        }
-        self.schedule.push(id);
-        if self.schedule.len() > self.step_cap {
-            self.aborted = true;
-        } else if self.deadline.expired() {
-            (self.aborted, self.out_of_time) = (true, true);
-        }
+        self.push_step(id, self.live_bytes + own_bytes);
         if let Some(source) = self.graph.node(id).view_of {
             self.view_made_from[id.index()] = self.executions[source.index()];
         }
@@ -407,10 +416,120 @@ impl<'g> State<'g> {
             self.protected[r.index()] -= 1;
             self.refresh(r);
         }
+        // The fused recomputation's inputs were read by this step too.
+        for r in fused.unwrap_or_default() {
+            self.protected[r.index()] -= 1;
+            self.refresh(r);
+        }
         if self.is_root(id) {
             self.materialized[id.index()] = true;
             self.refresh(id);
         }
+    }
+
+    /// Phase 2: evicts until the step `current` (its result `own_bytes`) fits the budget.
+    fn meet_budget(&mut self, current: NodeId, reason: Reason, own_bytes: u64) {
+        while self.live_bytes + own_bytes > self.budget {
+            match self.best_eviction(current, reason) {
+                Some(victim) => self.evict(victim),
+                None => {
+                    self.stuck = true;
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Appends `id` to the schedule, `tracked` the memory held at its step.
+    fn push_step(&mut self, id: NodeId, tracked: u64) {
+        if let Some(trace) = &mut self.trace {
+            trace.push(tracked);
+        }
+        self.schedule.push(id);
+        if self.schedule.len() > self.step_cap {
+            self.aborted = true;
+        } else if self.deadline.expired() {
+            (self.aborted, self.out_of_time) = (true, true);
+        }
+    }
+
+    /// An evicted input of `consumer` that the memory model will fuse into it if it is
+    /// recomputed right before it ([`remat_graph::Lifetimes::fused`]): `consumer`
+    /// [fuses](remat_graph::Node::fuses) it, it has been computed before, nothing after
+    /// `consumer` needs it, and even if every input of its own that `consumer` does not read
+    /// died at its step and `consumer` took a dying input's buffer, the fused op would hold no
+    /// more than the two steps unfused. Of several, the one whose fusion saves most.
+    fn fusable_recomputation(&self, consumer: NodeId, reason: Reason) -> Option<NodeId> {
+        let node = self.graph.node(consumer);
+        if node.fuses.is_empty() || !self.is_root(consumer) {
+            return None;
+        }
+        let own_buffer = if node.reuses.is_some() { node.bytes } else { 0 };
+        let mut best: Option<(u64, NodeId)> = None;
+        for &p in &node.fuses {
+            if self.materialized[p.index()]
+                || self.executions[p.index()] == 0
+                || self.output_root[p.index()]
+                || self.updated_root[p.index()]
+                || self.needed_after(p, consumer, reason)
+            {
+                continue;
+            }
+            let grown: u64 = self.storage_inputs[p.index()]
+                .iter()
+                .filter(|r| !self.storage_inputs[consumer.index()].contains(r))
+                .map(|r| self.graph.node(*r).bytes)
+                .sum();
+            let saved = self.graph.node(p).bytes;
+            if grown + own_buffer <= saved && best.is_none_or(|(s, _)| saved - grown - own_buffer > s) {
+                best = Some((saved - grown - own_buffer, p));
+            }
+        }
+        best.map(|(_, p)| p)
+    }
+
+    /// Recomputes `p` fused into `consumer` (whose other inputs are resident): `p`'s inputs
+    /// are made resident, the budget is met for the fused op (which never holds `p`), and `p`'s
+    /// step is appended, the model certain to fuse it into `consumer`'s, which the caller
+    /// appends next. Returns `p`'s inputs, still protected and counted live until then (the
+    /// fused op reads them), or `None`, having appended nothing of `p`, when the fusion no
+    /// longer holds: the step before `p`'s could itself fuse into `p` (the model fuses the
+    /// first of two such pairs), or an eviction made something after `consumer` need `p`.
+    fn recompute_fused(&mut self, p: NodeId, consumer: NodeId, reason: Reason) -> Option<Vec<NodeId>> {
+        let p_inputs = self.storage_inputs[p.index()].clone();
+        for r in &p_inputs {
+            self.protected[r.index()] += 1;
+        }
+        for &q in self.graph.preds(p) {
+            self.ensure_resident(q);
+        }
+        let previous_may_fuse_into_p = self
+            .schedule
+            .last()
+            .is_some_and(|&prev| self.graph.node(p).fuses.contains(&prev) && self.executions[prev.index()] > 1);
+        let mut holds = !self.aborted && !previous_may_fuse_into_p && !self.materialized[p.index()];
+        if holds {
+            self.fusing = Some(p);
+            self.meet_budget(consumer, reason, self.graph.node(consumer).bytes);
+            self.fusing = None;
+            holds = !self.needed_after(p, consumer, reason);
+        }
+        if !holds {
+            for r in &p_inputs {
+                self.protected[r.index()] -= 1;
+            }
+            return None;
+        }
+        // p's step holds what is resident (never p itself, which is not counted live: nothing
+        // after `consumer` needs it); its inputs stay counted until `consumer`'s step.
+        self.fused_steps.push(self.schedule.len());
+        self.push_step(p, self.live_bytes);
+        self.executions[p.index()] += 1;
+        self.materialized[p.index()] = true;
+        for r in &p_inputs {
+            self.pending[r.index()] -= 1;
+        }
+        Some(p_inputs)
     }
 
     /// Whether `r` stays needed after the step `current` (run for `reason`) reads it.
@@ -457,6 +576,7 @@ impl<'g> State<'g> {
                 || self.updated_root[c.index()]
                 || node.bytes == 0
                 || c == current
+                || self.fusing.is_some_and(|p| self.storage_inputs[c.index()].contains(&p))
             {
                 continue;
             }
@@ -601,9 +721,22 @@ mod properties {
     use remat_graph::random::RandomDag;
     use remat_graph::simulate;
 
-    fn tracked_plan(g: &Graph, budget: u64) -> (Schedule, Vec<u64>) {
+    fn tracked_plan(g: &Graph, budget: u64) -> (Schedule, Vec<u64>, Vec<usize>) {
         let state = run_walk(g, &g.topological_schedule(), budget, usize::MAX, Deadline::NONE, true);
-        (state.schedule, state.trace.expect("traced"))
+        (state.schedule, state.trace.expect("traced"), state.fused_steps)
+    }
+
+    /// The walk plans fused recomputations on random steps with fusable pairs, and the model
+    /// fuses every one it plans (checked per case by the property below).
+    #[test]
+    fn walks_on_fusable_steps_plan_fused_recomputations() {
+        let mut planned = 0;
+        for seed in 0..200 {
+            let g = RandomDag { ops: 30, fuse_percent: 60, ..RandomDag::default() }.generate(seed);
+            let baseline = simulate(&g, &g.topological_schedule()).unwrap().peak_bytes;
+            planned += tracked_plan(&g, baseline / 2).2.len();
+        }
+        assert!(planned >= 20, "only {planned} fused recomputations planned over 200 steps");
     }
 
     proptest! {
@@ -611,12 +744,22 @@ mod properties {
         /// The memory greedy tracks while planning bounds what the simulator measures, step
         /// by step, and is exact at the step where the plan peaks.
         #[test]
-        fn tracked_memory_bounds_simulated_memory(seed in any::<u64>(), ops in 1usize..40, percent in 0u64..100) {
-            let g = RandomDag { ops, ..RandomDag::default() }.generate(seed);
+        fn tracked_memory_bounds_simulated_memory(
+            seed in any::<u64>(),
+            ops in 1usize..40,
+            percent in 0u64..100,
+            fuse_percent in prop_oneof![Just(0u64), Just(60)],
+            reuse_percent in prop_oneof![Just(0u64), Just(30)],
+        ) {
+            let g = RandomDag { ops, fuse_percent, reuse_percent, ..RandomDag::default() }.generate(seed);
             let baseline = simulate(&g, &g.topological_schedule()).unwrap().peak_bytes;
             let budget = baseline * percent / 100;
-            let (schedule, trace) = tracked_plan(&g, budget);
+            let (schedule, trace, fused) = tracked_plan(&g, budget);
             let sim = simulate(&g, &schedule).unwrap();
+            let model_fused = remat_graph::lifetimes(&g, &schedule).unwrap().fused;
+            for &step in &fused {
+                prop_assert!(model_fused[step], "step {} planned fused, the model does not fuse it", step);
+            }
             prop_assert_eq!(sim.step_bytes.len(), trace.len());
             for (step, (&measured, &tracked)) in sim.step_bytes.iter().zip(&trace).enumerate() {
                 prop_assert!(measured <= tracked, "step {}: measured {} > tracked {}", step, measured, tracked);

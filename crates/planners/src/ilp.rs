@@ -715,6 +715,9 @@ impl<'r> Solve<'r> {
     /// reported is the first relaxation's, the only one solved at the budget itself.
     fn round(&self, stages: Stages, budget: Option<u64>) -> Result<(Schedule, Certificate), PlanError> {
         let stages = if stages.order == StageOrder::Fixed { stages } else { Stages::fixed(self.problem.len(), 1) };
+        // Rounding reads only what the relaxation keeps; fused recomputations would let it
+        // keep less than a rounded plan can do without, so its relaxation has none.
+        let unfused = self.problem.without_fusions();
         let target = budget.unwrap_or_else(|| self.heuristics.iter().map(|h| h.peak).min().unwrap_or(u64::MAX));
         let graph = self.request.graph;
         let floor = remat_graph::lower_bound(graph);
@@ -723,7 +726,7 @@ impl<'r> Solve<'r> {
         let mut first: Option<(f64, (usize, usize))> = None;
         let mut best: Option<(u64, f64, Schedule)> = None;
         for solve in 0..ROUNDING_SOLVES {
-            let f = Formulation::build(&self.problem, stages.clone(), Goal::Cost { budget: lp_budget });
+            let f = Formulation::build(&unfused, stages.clone(), Goal::Cost { budget: lp_budget });
             let lp = match self.solve(&f, true, None) {
                 Ok(lp) => lp,
                 Err(e) if solve == 0 => return Err(e),

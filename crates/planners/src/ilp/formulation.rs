@@ -26,6 +26,16 @@
 //! while an older view of it is kept (`R[t,s] + S[t,v] ≤ 1`; the model would then hold two
 //! copies of the source, which a single `S[t,s]` cannot count). That last rule is the one
 //! restriction of the class beyond the stage structure.
+//!
+//! Fused recomputation (docs/memory-model.md, "Fused recomputations") is a decision per
+//! duplicable producer: `Z[t,(p,c)] = 1` recomputes `p` in stage `t` right before `c`, which
+//! computes it itself, so `p` is never held. It needs `p` and `c` computed in the stage,
+//! nothing computed between them, no other reader of `p` after `c` in the stage, `p` not kept
+//! into the next stage, and `p` a recomputation; then the model is certain to fuse the pair,
+//! so `U` drops `p`'s bytes from its step to `c`'s and holds `p`'s inputs until `c` instead.
+//! Only pairs whose fusion can never hold more than the two steps unfused are offered
+//! ([`Problem::fusions`]). The rows count what the model holds or more: a plan that fits them
+//! fits the budget.
 
 use super::model::Model;
 use super::StageOrder;
@@ -50,6 +60,14 @@ pub(crate) struct Problem {
     pub view_source: Vec<Option<usize>>,
     /// Live to the end: an output, or the source of a view that is.
     pub pinned: Vec<bool>,
+    /// Per consumer, the producers it may compute itself if they are recomputed right before
+    /// it, each with the bytes (in units) of the producer's inputs the fused op may hold
+    /// longer: only pairs where those, with the consumer's own buffer where it could have
+    /// taken a dying input's, weigh no more than the producer, so that the model fuses every
+    /// pair a plan recomputes that way ([`remat_graph::Lifetimes::fused`]).
+    pub fusions: Vec<Vec<(usize, u64)>>,
+    /// The producers each node may compute itself, whatever their bytes ([`remat_graph::Node::fuses`]).
+    pub fuses: Vec<Vec<usize>>,
     /// The graph's proven lower bound on any peak, in units (rounded up).
     pub least_peak: u64,
     /// What objective costs are divided by (the mean positive cost), to keep them near 1.
@@ -91,6 +109,38 @@ impl Problem {
             r.sort_unstable();
             r.dedup();
         }
+        let fuses: Vec<Vec<usize>> =
+            order.iter().map(|&c| graph.node(c).fuses.iter().filter_map(op).collect()).collect();
+        let storage_of = |v: NodeId| -> Vec<NodeId> {
+            let mut roots: Vec<NodeId> = Vec::new();
+            for &q in graph.preds(v) {
+                let r = graph.storage_root(q);
+                if !graph.node(r).argument && !roots.contains(&r) {
+                    roots.push(r);
+                }
+            }
+            roots
+        };
+        let fusions: Vec<Vec<(usize, u64)>> = order
+            .iter()
+            .enumerate()
+            .map(|(c, &consumer)| {
+                let consumer_storage = storage_of(consumer);
+                let own_buffer = if graph.node(consumer).reuses.is_some() { graph.node(consumer).bytes } else { 0 };
+                fuses[c]
+                    .iter()
+                    .filter(|&&q| !pinned[q] && !graph.node(order[q]).output)
+                    .filter_map(|&q| {
+                        let grown: u64 = storage_of(order[q])
+                            .iter()
+                            .filter(|r| !consumer_storage.contains(r))
+                            .map(|&r| graph.node(r).bytes)
+                            .sum();
+                        (grown + own_buffer <= graph.node(order[q]).bytes).then_some((q, grown / unit))
+                    })
+                    .collect()
+            })
+            .collect();
         Problem {
             nodes: order.to_vec(),
             position,
@@ -103,6 +153,8 @@ impl Problem {
             readers,
             view_source,
             pinned,
+            fusions,
+            fuses,
             least_peak: remat_graph::lower_bound(graph).div_ceil(unit),
             cost_scale: {
                 let positive: Vec<f64> = order.iter().map(|&v| graph.node(v).cost).filter(|&c| c > 0.0).collect();
@@ -117,6 +169,13 @@ impl Problem {
 
     pub fn len(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// The same problem with no fused recomputation offered.
+    pub fn without_fusions(&self) -> Problem {
+        let mut unfused = self.clone();
+        unfused.fusions.iter_mut().for_each(Vec::clear);
+        unfused
     }
 }
 
@@ -183,6 +242,17 @@ struct Chain {
     later: Vec<Option<usize>>,
 }
 
+/// One `Z[t,(p,c)]`: in stage `t`, recompute `p` fused into `c` (module docs).
+#[derive(Clone, Copy, Debug)]
+struct Fusion {
+    stage: usize,
+    producer: usize,
+    consumer: usize,
+    column: usize,
+    /// Bytes (units) of `p`'s inputs the fused op may hold until `c`.
+    grown: u64,
+}
+
 /// A column, or a constant where the formulation fixes the value.
 #[derive(Clone, Copy, Debug)]
 enum Term {
@@ -199,6 +269,8 @@ pub(crate) struct Formulation<'p> {
     r: Vec<Vec<Option<usize>>>,
     s: Vec<Vec<Option<usize>>>,
     u: Vec<Vec<usize>>,
+    /// `Z[t,(p,c)]` columns: stage, producer, consumer, column, grown bytes in units.
+    z: Vec<Fusion>,
     active: Vec<Option<usize>>,
     chains: Vec<Chain>,
     peak: Option<usize>,
@@ -232,11 +304,13 @@ impl<'p> Formulation<'p> {
             r,
             s,
             u: Vec::new(),
+            z: Vec::new(),
             active: vec![None; t_count],
             chains: Vec::new(),
             peak: None,
         };
         f.add_schedule_rows();
+        f.add_fusion_rows();
         f.add_memory_rows();
         tracing::debug!(
             target: "remat_planners::ilp",
@@ -324,6 +398,60 @@ impl<'p> Formulation<'p> {
         }
     }
 
+    /// `Z[t,(p,c)]` and the rows that make it a fusion the model is certain to make.
+    fn add_fusion_rows(&mut self) {
+        let (p, t_count) = (self.problem, self.stages.len());
+        let free = self.stages.order == StageOrder::Free;
+        for t in 0..t_count {
+            for c in 0..p.len() {
+                let Some(rc) = self.r[t][c] else { continue };
+                for &(q, grown) in &p.fusions[c] {
+                    let Some(rq) = self.r[t][q] else { continue };
+                    // A recomputation: not its first computation (fixed: an earlier block).
+                    if (!free && self.stages.forced(t, q)) || (free && t == 0) {
+                        continue;
+                    }
+                    let z = self.model.binary(0.0);
+                    let m = &mut self.model;
+                    m.row(vec![(z, 1.0), (rq, -1.0)], f64::NEG_INFINITY, 0.0);
+                    m.row(vec![(z, 1.0), (rc, -1.0)], f64::NEG_INFINITY, 0.0);
+                    if free {
+                        let mut terms = vec![(z, 1.0)];
+                        terms.extend((0..t).filter_map(|e| self.r[e][q].map(|col| (col, -1.0))));
+                        m.row(terms, f64::NEG_INFINITY, 0.0);
+                    }
+                    // Nothing computed between them.
+                    let between: Vec<usize> = (q + 1..c).filter_map(|k| self.r[t][k]).collect();
+                    if !between.is_empty() {
+                        let gap = between.len() as f64;
+                        let mut terms: Vec<(usize, f64)> = between.iter().map(|&col| (col, 1.0)).collect();
+                        terms.push((z, gap));
+                        m.row(terms, f64::NEG_INFINITY, gap);
+                    }
+                    // No later reader of this instance: none after c in the stage, not kept.
+                    for &k in p.readers[q].iter().filter(|&&k| k > c) {
+                        if let Some(rk) = self.r[t][k] {
+                            m.row(vec![(z, 1.0), (rk, 1.0)], f64::NEG_INFINITY, 1.0);
+                        }
+                    }
+                    if t + 1 < t_count {
+                        if let Some(kept) = self.s[t + 1][q] {
+                            m.row(vec![(z, 1.0), (kept, 1.0)], f64::NEG_INFINITY, 1.0);
+                        }
+                    }
+                    // The model fuses the first of two such pairs: nothing q could fuse is
+                    // computed in the stage (it might be the step right before q).
+                    for &o in &p.fuses[q] {
+                        if let Some(ro) = self.r[t][o] {
+                            m.row(vec![(z, 1.0), (ro, 1.0)], f64::NEG_INFINITY, 1.0);
+                        }
+                    }
+                    self.z.push(Fusion { stage: t, producer: q, consumer: c, column: z, grown });
+                }
+            }
+        }
+    }
+
     fn add_memory_rows(&mut self) {
         let p = self.problem;
         let n = p.len();
@@ -390,13 +518,38 @@ impl<'p> Formulation<'p> {
                 if let Some(rk) = self.r[t][k].filter(|_| p.bytes[k] > 0) {
                     terms.push((rk, -(p.bytes[k] as f64)));
                 }
+                // A fused recomputation: U drops p from its step on, holds p's inputs from
+                // the step after it through c's, and after c undoes both (c's free of p then
+                // removes what was never added).
+                let mut not_held = Vec::new();
+                for z in self.z.iter().filter(|z| z.stage == t) {
+                    let (bytes, grown) = (p.bytes[z.producer] as f64, z.grown as f64);
+                    let delta = if k == z.producer {
+                        -bytes
+                    } else if k == z.producer + 1 {
+                        grown
+                    } else if k == z.consumer + 1 {
+                        bytes - grown
+                    } else {
+                        0.0
+                    };
+                    if delta != 0.0 {
+                        terms.push((z.column, -delta));
+                    }
+                    if (k == z.producer || k == z.consumer) && bytes > 0.0 {
+                        not_held.push((z.column, bytes));
+                    }
+                }
                 self.model.row(terms, 0.0, 0.0);
-                // Valid inequality: a step holds its output and its inputs. Implied at integral
+                // Valid inequality: a step holds its output and its inputs (less a value
+                // fused into it, or its own value when it is fused). Implied at integral
                 // points, it keeps the LP relaxation from freeing inputs fractionally.
                 if let Some(rk) = self.r[t][k] {
                     let held = p.bytes[k] + p.preds[k].iter().map(|&q| p.bytes[q]).sum::<u64>();
                     if held > 0 {
-                        self.model.row(vec![(u, 1.0), (rk, -(held as f64))], 0.0, f64::INFINITY);
+                        let mut terms = vec![(u, 1.0), (rk, -(held as f64))];
+                        terms.extend(not_held);
+                        self.model.row(terms, 0.0, f64::INFINITY);
                     }
                 }
                 if let Some(m) = self.peak {
@@ -419,6 +572,25 @@ impl<'p> Formulation<'p> {
             }
         }
         steps
+    }
+
+    /// The steps of [`Formulation::schedule`] that an (integral) solution recomputes fused
+    /// into the step after them.
+    #[cfg(test)]
+    pub fn fused_steps(&self, values: &[f64]) -> Vec<usize> {
+        let mut step = 0;
+        let mut fused = Vec::new();
+        for t in 0..self.stages.len() {
+            for i in 0..self.problem.len() {
+                if self.r[t][i].is_some_and(|c| values[c] > 0.5) {
+                    if self.z.iter().any(|z| z.stage == t && z.producer == i && values[z.column] > 0.5) {
+                        fused.push(step);
+                    }
+                    step += 1;
+                }
+            }
+        }
+        fused
     }
 
     /// The relaxation's `S[t][i]` (0 where the formulation has no such variable).
@@ -706,6 +878,49 @@ mod tests {
                 prop_assert_eq!(f.peak_bytes(&canonical.unwrap()), peak);
             }
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(60))]
+        /// With fusable pairs, the least-memory MILP's optimum bounds the simulated peak of
+        /// its schedule, and the model fuses every pair the solution recomputes fused.
+        #[test]
+        fn the_model_fuses_what_the_milp_fuses(seed in any::<u64>(), ops in 1usize..8) {
+            let g = RandomDag { ops, fuse_percent: 70, reuse_percent: 20, ..RandomDag::default() }.generate(seed);
+            let order = g.topological_schedule();
+            let p = Problem::new(&g, &order);
+            for stages in [Stages::free(p.len(), p.len()), Stages::fixed(p.len(), 1)] {
+                let f = Formulation::build(&p, stages, Goal::Memory);
+                let solved = f.model.solve(false, 30.0, 0.0, None, false).unwrap();
+                let schedule = f.schedule(&solved.values);
+                let life = remat_graph::lifetimes(&g, &schedule).unwrap();
+                for step in f.fused_steps(&solved.values) {
+                    prop_assert!(life.fused[step], "step {} of {:?} planned fused, not fused by the model", step, schedule);
+                }
+                let peak = simulate(&g, &schedule).unwrap().peak_bytes;
+                prop_assert!(peak <= (solved.objective.round() as u64) * p.unit);
+            }
+        }
+    }
+
+    /// A producer recomputed for a consumer that computes it itself holds nothing: the least
+    /// memory the MILP finds uses it, and it is below what any plan without it reaches.
+    #[test]
+    fn the_milp_recomputes_fused_where_it_saves_memory() {
+        let (mut fused, mut lower) = (0, 0);
+        for seed in 0..20 {
+            let g = RandomDag { ops: 6, fuse_percent: 80, ..RandomDag::default() }.generate(seed);
+            let order = g.topological_schedule();
+            let p = Problem::new(&g, &order);
+            let f = Formulation::build(&p, Stages::free(p.len(), p.len()), Goal::Memory);
+            let solved = f.model.solve(false, 30.0, 0.0, None, false).unwrap();
+            fused += f.fused_steps(&solved.values).len();
+            let without = Formulation::build(&p.without_fusions(), Stages::free(p.len(), p.len()), Goal::Memory);
+            let plain = without.model.solve(false, 30.0, 0.0, None, false).unwrap();
+            assert!(solved.objective <= plain.objective + 1e-6, "seed {seed}: fusions can only help");
+            lower += (solved.objective + 0.5 < plain.objective) as usize;
+        }
+        assert!(fused > 0 && lower > 0, "fused {fused} steps, lower peaks on {lower} of 20 graphs");
     }
 
     #[test]
