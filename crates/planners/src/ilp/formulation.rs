@@ -915,7 +915,8 @@ mod tests {
             let f = Formulation::build(&p, Stages::free(p.len(), p.len()), Goal::Memory);
             let solved = f.model.solve(false, 30.0, 0.0, None, false).unwrap();
             fused += f.fused_steps(&solved.values).len();
-            let without = Formulation::build(&p.without_fusions(), Stages::free(p.len(), p.len()), Goal::Memory);
+            let unfused = p.without_fusions();
+            let without = Formulation::build(&unfused, Stages::free(p.len(), p.len()), Goal::Memory);
             let plain = without.model.solve(false, 30.0, 0.0, None, false).unwrap();
             assert!(solved.objective <= plain.objective + 1e-6, "seed {seed}: fusions can only help");
             lower += (solved.objective + 0.5 < plain.objective) as usize;
