@@ -500,8 +500,9 @@ impl<'p> Formulation<'p> {
             let hi = self.stages.blocks[t].1;
             // frees[k]: (bytes, FREE column) of the values freed right after position k.
             let mut frees: Vec<Vec<(f64, usize)>> = vec![Vec::new(); hi];
+            // chain_of[v]: v's chain in this stage.
             let mut chain_of: Vec<Option<usize>> = vec![None; n];
-            for i in 0..n {
+            for (i, chain_of_i) in chain_of.iter_mut().enumerate() {
                 if p.bytes[i] == 0 || (self.r[t][i].is_none() && self.s[t][i].is_none()) {
                     continue;
                 }
@@ -533,7 +534,7 @@ impl<'p> Formulation<'p> {
                         next = Term::Column(l);
                     }
                 }
-                chain_of[i] = Some(self.chains.len());
+                *chain_of_i = Some(self.chains.len());
                 self.chains.push(chain);
             }
             // W[t,k]: k takes its input's buffer, which is freed right after it.
