@@ -539,7 +539,7 @@ impl<'p> Formulation<'p> {
             }
             // W[t,k]: k takes its input's buffer, which is freed right after it.
             let mut reuse: Vec<Option<usize>> = vec![None; hi];
-            for k in 0..hi {
+            for (k, reuse_k) in reuse.iter_mut().enumerate() {
                 let Some(v) = p.reuses[k].filter(|_| self.r[t][k].is_some() && p.bytes[k] > 0) else { continue };
                 let Some(chain) = chain_of[v].map(|c| &self.chains[c]) else { continue };
                 let Some(free) = chain.positions.iter().position(|&j| j == k).and_then(|q| chain.free[q]) else {
@@ -551,7 +551,7 @@ impl<'p> Formulation<'p> {
                     // A fused consumer writes a buffer of its own.
                     self.model.row(vec![(w, 1.0), (z.column, 1.0)], f64::NEG_INFINITY, 1.0);
                 }
-                reuse[k] = Some(w);
+                *reuse_k = Some(w);
                 self.w.push(Reuse { stage: t, position: k, column: w, free });
             }
             // U[t,k] = U[t,k−1] − freed after k−1 + computed at k; U[t,−1] = kept into t.
