@@ -417,6 +417,18 @@ impl Graph {
         }
         id
     }
+    /// The storage behind `id`'s inputs: each input's [`Graph::storage_root`], once, in input
+    /// order, arguments left out (they are never freed or recomputed).
+    pub fn storage_inputs(&self, id: NodeId) -> Vec<NodeId> {
+        let mut roots: Vec<NodeId> = Vec::new();
+        for &p in self.preds(id) {
+            let r = self.storage_root(p);
+            if !self.node(r).argument && !roots.contains(&r) {
+                roots.push(r);
+            }
+        }
+        roots
+    }
 
     /// Ids of all output nodes.
     pub fn outputs(&self) -> impl Iterator<Item = NodeId> + '_ {
@@ -450,5 +462,23 @@ impl Graph {
     /// Number of executable (non-argument) nodes.
     pub fn op_count(&self) -> usize {
         self.nodes.iter().filter(|n| !n.argument).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_inputs_are_roots_once_without_arguments() {
+        let mut g = GraphBuilder::new();
+        let arg = g.add(NodeSpec::argument("w", 8), &[]);
+        let x = g.add(NodeSpec::op("x", 16, 1.0), &[arg]);
+        let view = g.add(NodeSpec::op("view", 0, 0.0).view_of(x), &[x]);
+        let y = g.add(NodeSpec::op("y", 16, 1.0), &[arg]);
+        let z = g.add(NodeSpec::op("z", 16, 1.0), &[view, arg, x, y]);
+        let g = g.finish().unwrap();
+        assert_eq!(g.storage_inputs(z), vec![x, y]);
+        assert_eq!(g.storage_inputs(x), Vec::<NodeId>::new());
     }
 }

@@ -252,19 +252,7 @@ impl<'g> State<'g> {
     fn new(graph: &'g Graph, order: &[NodeId], budget: u64, block_limit: usize) -> Self {
         let n = graph.len();
         let root: Vec<NodeId> = graph.ids().map(|id| graph.storage_root(id)).collect();
-        let storage_inputs: Vec<Vec<NodeId>> = graph
-            .ids()
-            .map(|id| {
-                let mut roots: Vec<NodeId> = Vec::new();
-                for &p in graph.preds(id) {
-                    let r = root[p.index()];
-                    if !graph.node(r).argument && !roots.contains(&r) {
-                        roots.push(r);
-                    }
-                }
-                roots
-            })
-            .collect();
+        let storage_inputs: Vec<Vec<NodeId>> = graph.ids().map(|id| graph.storage_inputs(id)).collect();
         let mut output_root = vec![false; n];
         for o in graph.outputs() {
             output_root[root[o.index()].index()] = true;

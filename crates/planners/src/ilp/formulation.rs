@@ -74,7 +74,8 @@ pub(crate) struct Problem {
     /// The producers each node may compute itself, whatever their bytes ([`remat_graph::Node::fuses`]).
     pub fuses: Vec<Vec<usize>>,
     /// The input whose buffer each node takes where that input dies at it
-    /// ([`remat_graph::Node::reuses`]); none where the input is an output or pinned.
+    /// ([`remat_graph::Node::reuses`]); none where the input is an output (the model never
+    /// reuses an output's buffer; a pinned value's last instance is kept, never freed here).
     pub reuses: Vec<Option<usize>>,
     /// The graph's proven lower bound on any peak, in units (rounded up).
     pub least_peak: u64,
@@ -119,27 +120,18 @@ impl Problem {
         }
         let fuses: Vec<Vec<usize>> =
             order.iter().map(|&c| graph.node(c).fuses.iter().filter_map(op).collect()).collect();
-        let storage_of = |v: NodeId| -> Vec<NodeId> {
-            let mut roots: Vec<NodeId> = Vec::new();
-            for &q in graph.preds(v) {
-                let r = graph.storage_root(q);
-                if !graph.node(r).argument && !roots.contains(&r) {
-                    roots.push(r);
-                }
-            }
-            roots
-        };
         let fusions: Vec<Vec<(usize, u64)>> = order
             .iter()
             .enumerate()
             .map(|(c, &consumer)| {
-                let consumer_storage = storage_of(consumer);
+                let consumer_storage = graph.storage_inputs(consumer);
                 let own_buffer = if graph.node(consumer).reuses.is_some() { graph.node(consumer).bytes } else { 0 };
                 fuses[c]
                     .iter()
                     .filter(|&&q| !pinned[q] && !graph.node(order[q]).output)
                     .filter_map(|&q| {
-                        let grown: u64 = storage_of(order[q])
+                        let grown: u64 = graph
+                            .storage_inputs(order[q])
                             .iter()
                             .filter(|r| !consumer_storage.contains(r))
                             .map(|&r| graph.node(r).bytes)
@@ -264,6 +256,11 @@ struct Fusion {
     column: usize,
     /// Bytes (units) of `p`'s inputs the fused op may hold until `c`.
     grown: u64,
+}
+
+/// The `Z` columns of stage `t` (pushed stage by stage).
+fn stage_fusions(z: &[Fusion], t: usize) -> &[Fusion] {
+    &z[z.partition_point(|z| z.stage < t)..z.partition_point(|z| z.stage <= t)]
 }
 
 /// One `W[t,k]`: in stage `t`, the node at position `k` takes its dying input's buffer.
@@ -545,7 +542,7 @@ impl<'p> Formulation<'p> {
                 };
                 let w = self.model.continuous(0.0, 1.0);
                 self.model.row(vec![(w, 1.0), (free, -1.0)], f64::NEG_INFINITY, 0.0);
-                for z in self.z.iter().filter(|z| z.stage == t && z.consumer == k) {
+                for z in stage_fusions(&self.z, t).iter().filter(|z| z.consumer == k) {
                     // A fused consumer writes a buffer of its own.
                     self.model.row(vec![(w, 1.0), (z.column, 1.0)], f64::NEG_INFINITY, 1.0);
                 }
@@ -580,7 +577,7 @@ impl<'p> Formulation<'p> {
                 // the step after it through c's, and after c undoes both (c's free of p then
                 // removes what was never added).
                 let mut not_held = Vec::new();
-                for z in self.z.iter().filter(|z| z.stage == t) {
+                for z in stage_fusions(&self.z, t) {
                     let (bytes, grown) = (p.bytes[z.producer] as f64, z.grown as f64);
                     let delta = if k == z.producer {
                         -bytes
