@@ -430,6 +430,24 @@ impl Graph {
         roots
     }
 
+    /// Where `consumer` [fuses](Node::fuses) `producer`, recomputed right before it: the bytes
+    /// of the producer's inputs that `consumer` does not read (the fused op may hold them one
+    /// step longer), provided that even with all of them, and `consumer`'s own buffer where it
+    /// could have taken a dying input's, the fused op holds no more than the producer's result
+    /// did — so [`crate::Lifetimes::fused`] is certain to fuse such a recomputation. `None`
+    /// otherwise.
+    pub fn certain_fusion_growth(&self, consumer: NodeId, producer: NodeId) -> Option<u64> {
+        let consumer_storage = self.storage_inputs(consumer);
+        let grown: u64 = self
+            .storage_inputs(producer)
+            .iter()
+            .filter(|r| !consumer_storage.contains(r))
+            .map(|&r| self.node(r).bytes)
+            .sum();
+        let own_buffer = if self.node(consumer).reuses.is_some() { self.node(consumer).bytes } else { 0 };
+        (grown + own_buffer <= self.node(producer).bytes).then_some(grown)
+    }
+
     /// Ids of all output nodes.
     pub fn outputs(&self) -> impl Iterator<Item = NodeId> + '_ {
         self.ids().filter(|&n| self.node(n).output)

@@ -452,7 +452,6 @@ impl<'g> State<'g> {
         if node.fuses.is_empty() || !self.is_root(consumer) {
             return None;
         }
-        let own_buffer = if node.reuses.is_some() { node.bytes } else { 0 };
         let mut best: Option<(u64, NodeId)> = None;
         for &p in &node.fuses {
             if self.materialized[p.index()]
@@ -463,14 +462,11 @@ impl<'g> State<'g> {
             {
                 continue;
             }
-            let grown: u64 = self.storage_inputs[p.index()]
-                .iter()
-                .filter(|r| !self.storage_inputs[consumer.index()].contains(r))
-                .map(|r| self.graph.node(*r).bytes)
-                .sum();
-            let saved = self.graph.node(p).bytes;
-            if grown + own_buffer <= saved && best.is_none_or(|(s, _)| saved - grown - own_buffer > s) {
-                best = Some((saved - grown - own_buffer, p));
+            let Some(grown) = self.graph.certain_fusion_growth(consumer, p) else { continue };
+            let own_buffer = if node.reuses.is_some() { node.bytes } else { 0 };
+            let saving = self.graph.node(p).bytes - grown - own_buffer;
+            if best.is_none_or(|(s, _)| saving > s) {
+                best = Some((saving, p));
             }
         }
         best.map(|(_, p)| p)

@@ -124,20 +124,10 @@ impl Problem {
             .iter()
             .enumerate()
             .map(|(c, &consumer)| {
-                let consumer_storage = graph.storage_inputs(consumer);
-                let own_buffer = if graph.node(consumer).reuses.is_some() { graph.node(consumer).bytes } else { 0 };
                 fuses[c]
                     .iter()
                     .filter(|&&q| !pinned[q] && !graph.node(order[q]).output)
-                    .filter_map(|&q| {
-                        let grown: u64 = graph
-                            .storage_inputs(order[q])
-                            .iter()
-                            .filter(|r| !consumer_storage.contains(r))
-                            .map(|&r| graph.node(r).bytes)
-                            .sum();
-                        (grown + own_buffer <= graph.node(order[q]).bytes).then_some((q, grown / unit))
-                    })
+                    .filter_map(|&q| graph.certain_fusion_growth(consumer, order[q]).map(|grown| (q, grown / unit)))
                     .collect()
             })
             .collect();
