@@ -9,7 +9,7 @@
 // CHECK-LABEL: func.func @chain
 // CHECK:         math.exp %{{.*}} {remat.recompute}
 // BAD: error: unknown strategy 'magic' (available: none, {{(.*, )?}}greedy, {{.*}}auto{{(, .*)?}})
-// BAD-ILP: error: invalid ilp-method 'guess' (expected milp or lp-rounding)
+// BAD-ILP: error: invalid ilp-method 'guess' (expected milp, lp-rounding or round-then-milp)
 // INFEASIBLE: pass-pipeline.mlir:[[@LINE+1]]:1: error: budget 1.00 KiB is below 3.00 KiB
 func.func @chain(%x: tensor<256xf32>) -> tensor<256xf32> {
   %a = math.exp %x : tensor<256xf32>

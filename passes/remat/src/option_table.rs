@@ -256,11 +256,11 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec {
         name: "ilp-method",
         flag: Flag::Value("ilp-method"),
-        kind: OptionKind::Choice { words: &["milp", "lp-rounding"], noun: None },
-        value_name: "milp|lp-rounding",
+        kind: OptionKind::Choice { words: &["milp", "lp-rounding", "round-then-milp"], noun: None },
+        value_name: "milp|lp-rounding|round-then-milp",
         default: "",
         automatic: "by graph size",
-        help: "How the ILP is solved: exact MILP, or LP relaxation and randomized rounding",
+        help: "How the ILP is solved: exact MILP, LP relaxation and randomized rounding, or rounding and then the MILP from the rounded plan for the time left",
         strategies: &["ilp", "auto"],
     },
     OptionSpec {

@@ -166,7 +166,8 @@ impl RematOptions {
             "ilp-method" => {
                 planner.ilp.method = parsed.choice()?.map(|word| match word {
                     "milp" => SolveMethod::Milp,
-                    _ => SolveMethod::LpRounding,
+                    "lp-rounding" => SolveMethod::LpRounding,
+                    _ => SolveMethod::RoundThenMilp,
                 })
             }
             "ilp-time-limit" => planner.ilp.time_limit = parsed.real()?,
