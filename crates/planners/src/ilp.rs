@@ -693,12 +693,11 @@ impl<'r> Solve<'r> {
     /// The cheapest plan within `budget`; when there is none, the least-memory plan, which
     /// names the smallest feasible budget.
     fn within_budget(&self, stages: Stages, budget: u64) -> Result<(Schedule, Certificate), PlanError> {
-        let f = Formulation::build(&self.problem, stages.clone(), Goal::Cost { budget });
+        let (f, warm) = self.cheaper_start(&stages, budget);
         // Below the proven lower bound nothing fits: go straight to the least peak.
         let below_bound = budget < remat_graph::lower_bound(self.request.graph);
         let lp = if below_bound { None } else { Some(self.solve(&f, true, None)?) };
         if let Some(lp) = lp.filter(|lp| lp.outcome != Outcome::Infeasible) {
-            let warm = self.warm_start(&f);
             let solved = self.solve(&f, false, warm.as_ref().map(|w| w.1.as_slice()))?;
             match solved.outcome {
                 Outcome::Optimal | Outcome::TimeLimit => {
@@ -711,9 +710,33 @@ impl<'r> Solve<'r> {
             }
         }
         // Infeasible in the class: the least peak the class reaches is the smallest budget.
+        // (`least_memory` solves in `problem`'s stage order.)
+        self.class_order.set(self.stage_order);
         let (schedule, mut certificate) = self.least_memory(stages)?;
         certificate.lp_bound = None;
         Ok((schedule, certificate))
+    }
+
+    /// The MILP's formulation at `budget`, in the best heuristic plan's stage order or, where
+    /// the stages were reordered, in the input order's if its warm start is cheaper (the
+    /// reordered plan's projection may overshoot the budget while the input order's class
+    /// holds another heuristic's plan), with that start; the input order's where neither has
+    /// one.
+    fn cheaper_start(&self, stages: &Stages, budget: u64) -> (Formulation<'_>, Option<(&'static str, Vec<f64>)>) {
+        let reordered = Formulation::build(&self.problem, stages.clone(), Goal::Cost { budget });
+        let warm = self.warm_start(&reordered);
+        let Some(input_problem) = &self.input_problem else { return (reordered, warm) };
+        let input = Formulation::build(input_problem, stages.clone(), Goal::Cost { budget });
+        let input_warm = self.warm_start(&input);
+        let cost = |f: &Formulation<'_>, w: &Option<(&'static str, Vec<f64>)>| {
+            w.as_ref().map_or(f64::INFINITY, |w| f.model.objective(&w.1) * f.problem.cost_scale)
+        };
+        if cost(&reordered, &warm) < cost(&input, &input_warm) {
+            (reordered, warm)
+        } else {
+            self.class_order.set(None);
+            (input, input_warm)
+        }
     }
 
     /// When the solver found no plan in its time limit and none of the heuristic plans was
