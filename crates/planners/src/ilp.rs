@@ -374,6 +374,9 @@ impl Heuristic {
     }
 }
 
+/// A warm start: whose plan, and its assignment; `None` where no plan is in the class.
+type Start = Option<(&'static str, Vec<f64>)>;
+
 /// The stages' order for a problem of `n` nodes: `--ilp-order`, else by size.
 fn stage_order_for(n: usize, options: &IlpOptions) -> StageOrder {
     options.order.unwrap_or(if n <= FREE_ORDER_NODES { StageOrder::Free } else { StageOrder::Fixed })
@@ -693,7 +696,7 @@ impl<'r> Solve<'r> {
     /// The cheapest plan within `budget`; when there is none, the least-memory plan, which
     /// names the smallest feasible budget.
     fn within_budget(&self, stages: Stages, budget: u64) -> Result<(Schedule, Certificate), PlanError> {
-        let (f, warm) = self.cheaper_start(&stages, budget);
+        let (f, warm, _) = self.cheaper_start(&stages, budget, &[]);
         // Below the proven lower bound nothing fits: go straight to the least peak.
         let below_bound = budget < remat_graph::lower_bound(self.request.graph);
         let lp = if below_bound { None } else { Some(self.solve(&f, true, None)?) };
@@ -720,23 +723,40 @@ impl<'r> Solve<'r> {
     /// The MILP's formulation at `budget`, in the best heuristic plan's stage order or, where
     /// the stages were reordered, in the input order's if its warm start is cheaper (the
     /// reordered plan's projection may overshoot the budget while the input order's class
-    /// holds another heuristic's plan), with that start; the input order's where neither has
-    /// one.
-    fn cheaper_start(&self, stages: &Stages, budget: u64) -> (Formulation<'_>, Option<(&'static str, Vec<f64>)>) {
-        let reordered = Formulation::build(&self.problem, stages.clone(), Goal::Cost { budget });
-        let warm = self.warm_start(&reordered);
-        let Some(input_problem) = &self.input_problem else { return (reordered, warm) };
-        let input = Formulation::build(input_problem, stages.clone(), Goal::Cost { budget });
-        let input_warm = self.warm_start(&input);
-        let cost = |f: &Formulation<'_>, w: &Option<(&'static str, Vec<f64>)>| {
+    /// holds another heuristic's plan); the input order's where neither has a start. `plans`
+    /// (LP rounding's, in the input order) are starts there too. Returns the start and whose
+    /// order the stages follow, also recorded for the report (`class_order`).
+    fn cheaper_start(
+        &self,
+        stages: &Stages,
+        budget: u64,
+        plans: &[&Schedule],
+    ) -> (Formulation<'_>, Start, Option<&'static str>) {
+        let graph = self.request.graph;
+        let cost = |f: &Formulation<'_>, w: &Start| {
             w.as_ref().map_or(f64::INFINITY, |w| f.model.objective(&w.1) * f.problem.cost_scale)
         };
-        if cost(&reordered, &warm) < cost(&input, &input_warm) {
-            (reordered, warm)
-        } else {
-            self.class_order.set(None);
-            (input, input_warm)
-        }
+        let input = Formulation::build(self.input_problem(), stages.clone(), Goal::Cost { budget });
+        let input_warm = plans
+            .iter()
+            .map(|plan| input.assignment(graph, plan).map(|x| ("rounding", x)))
+            .chain([self.warm_start(&input)])
+            .min_by(|a, b| cost(&input, a).total_cmp(&cost(&input, b)))
+            .flatten();
+        let chosen = match self.input_problem.is_some() {
+            true => {
+                let reordered = Formulation::build(&self.problem, stages.clone(), Goal::Cost { budget });
+                let warm = self.warm_start(&reordered);
+                if cost(&reordered, &warm) < cost(&input, &input_warm) {
+                    (reordered, warm, self.stage_order)
+                } else {
+                    (input, input_warm, None)
+                }
+            }
+            false => (input, input_warm, None),
+        };
+        self.class_order.set(chosen.2);
+        chosen
     }
 
     /// When the solver found no plan in its time limit and none of the heuristic plans was
@@ -868,30 +888,12 @@ impl<'r> Solve<'r> {
         // where the stages were put in a heuristic's order, in that class from its plan: the
         // one whose start the model prices lower runs.
         let graph = self.request.graph;
-        let input = Formulation::build(self.input_problem(), stages.clone(), Goal::Cost { budget });
+        let (f, warm, order) = self.cheaper_start(&stages, budget, &[&schedule, &raw]);
         // A model the exact MILP would not take (`oversized`'s limit for it): the rounding stands.
-        if input.model.columns.len() > MAX_MILP_COLUMNS {
+        if f.model.columns.len() > MAX_MILP_COLUMNS {
+            self.class_order.set(None);
             return Ok((schedule, certificate));
         }
-        let polished = input.assignment(graph, &schedule).map(|x| ("rounding", x));
-        let rounding = input.assignment(graph, &raw).map(|x| ("rounding", x));
-        let cheapest = |f: &Formulation<'_>, starts: Vec<Option<(&'static str, Vec<f64>)>>| {
-            starts.into_iter().flatten().min_by(|a, b| f.model.objective(&a.1).total_cmp(&f.model.objective(&b.1)))
-        };
-        let input_warm = cheapest(&input, vec![polished, rounding, self.warm_start(&input)]);
-        let mut candidates = vec![(input, input_warm, None)];
-        if self.input_problem.is_some() {
-            let reordered = Formulation::build(&self.problem, stages, Goal::Cost { budget });
-            let warm = self.warm_start(&reordered);
-            candidates.push((reordered, warm, self.stage_order));
-        }
-        let start_cost = |(f, warm, _): &(Formulation<'_>, Option<(&'static str, Vec<f64>)>, _)| {
-            warm.as_ref().map_or(f64::INFINITY, |w| f.model.objective(&w.1) * f.problem.cost_scale)
-        };
-        let (f, warm, order) = candidates
-            .into_iter()
-            .min_by(|a, b| start_cost(a).total_cmp(&start_cost(b)))
-            .expect("the input order's candidate");
         let solved = self.solve(&f, false, warm.as_ref().map(|w| w.1.as_slice()))?;
         // The rounding's bound is of the input order's class, and of a relaxation offering no
         // fused recomputation.
@@ -916,10 +918,10 @@ impl<'r> Solve<'r> {
                 refined.objective = sim.cost;
                 refined.dual_bound = bound.min(refined.objective);
                 refined.gap = gap_of(refined.objective);
-                self.class_order.set(order);
                 return Ok((milp, refined));
             }
         }
+        self.class_order.set(None);
         if order.is_some() {
             // A bound of another class: the rounded plan keeps its own.
             return Ok((schedule, certificate));
