@@ -10,8 +10,9 @@
 //! hold no memory, and values computed from constants alone (a broadcast zero read by every
 //! ReLU, a causal mask), may cross any cut: they stay resident, which the memory model sees.
 //! When a stage still lumps more than a quarter of the forward, [`ChainView::views`] adds a
-//! view where the smallest values may cross too (an RNG key split once and read by every
-//! layer's dropout); the planners measure a plan from each view and keep the better.
+//! view where small long edges may cross too (an RNG key split once and read by every
+//! layer's dropout; see `small_values`); the planners measure a plan from each view and keep
+//! the better.
 //! The stretches between cuts are the stages; what follows the last cut (the loss and what
 //! feeds it) is the loss stage L+1. Each backward node joins the lowest stage among its
 //! inputs' (forward inputs by their stage, backward inputs by theirs, crossing values not
@@ -233,7 +234,7 @@ impl ChainView {
     }
 
     /// The views worth planning with: [`ChainView::of`], and, when one of its stages holds more
-    /// than 1/[`LUMP_SHARE`] of the forward nodes and letting the smallest values cross cuts
+    /// than 1/[`LUMP_SHARE`] of the forward nodes and letting small long edges cross cuts
     /// (together at most 1/[`SMALL_VALUES_SHARE`] of the input order's peak) cuts the forward
     /// elsewhere, that view too. Such a lump is the mark of
     /// a small long edge, an RNG key or a step counter read by every layer, hiding the layers;
@@ -276,7 +277,7 @@ impl ChainView {
         views
     }
 
-    /// The chain view with the smallest values free to cross cuts or not, and its second form
+    /// The chain view with small long edges free to cross cuts or not, and its second form
     /// when that differs. δ_ℓ counts the backward values of later stages that stage ℓ or an
     /// earlier one reads; in the second form, reads of views of a value count as reads of it
     /// (its buffer lives as long as they do), which counts a buffer spanning several stages in
@@ -305,7 +306,7 @@ impl ChainView {
             from_constants[v.index()] = graph.node(v).pure
                 && graph.preds(v).iter().all(|p| !graph.node(*p).argument && from_constants[p.index()]);
         }
-        // With `small_may_cross`, so may the smallest values ([`small_values`]).
+        // With `small_may_cross`, so may small long edges ([`small_values`]).
         let mut may_cross = from_constants;
         if small_may_cross {
             for v in small_values(graph, order, fwd) {
@@ -570,25 +571,42 @@ pub const LUMP_SHARE: usize = 4;
 /// The part of the input order's peak that the small values crossing cuts may hold together.
 pub const SMALL_VALUES_SHARE: u64 = 100;
 
-/// The forward values, smallest first (ties in program order), whose stored bytes together
-/// stay within 1/[`SMALL_VALUES_SHARE`] of the input order's peak: an RNG key split once
-/// and read by every layer's dropout, a step counter, a norm's statistics. Each may be a long
-/// edge that merges every layer it spans into one stage; resident all along, they cost little,
-/// and the memory model the plans are measured with counts them.
+/// The forward values that may cross cuts, their stored bytes together within
+/// 1/[`SMALL_VALUES_SHARE`] of the input order's peak: an RNG key split once and read by
+/// every layer's dropout, a step counter, a norm's statistics. Each may be a long edge that
+/// merges every layer it spans into one stage; resident all along, they cost little, and the
+/// memory model the plans are measured with counts them. They are taken by bytes per forward
+/// position spanned (to their last forward reader), least first, ties in program order: a
+/// long edge before the many short-lived words of an unrolled PRNG, which would use up the
+/// share while crossing no cut (JAX's threefry rounds, unrolled, are thousands of 4- and
+/// 8-byte values).
 fn small_values(graph: &Graph, order: &[NodeId], fwd: &[NodeId]) -> Vec<NodeId> {
     let Ok(peak) = simulate(graph, order).map(|s| s.peak_bytes) else { return Vec::new() };
     let allowance = peak / SMALL_VALUES_SHARE;
-    let mut candidates: Vec<(u64, NodeId)> =
-        fwd.iter().map(|&v| (stored_bytes(graph, v), v)).filter(|&(bytes, _)| bytes > 0).collect();
-    candidates.sort_by_key(|&(bytes, _)| bytes); // stable: program order among equals
+    let mut position = vec![usize::MAX; graph.len()];
+    for (i, &v) in fwd.iter().enumerate() {
+        position[v.index()] = i;
+    }
+    let span = |i: usize, v: NodeId| {
+        let last = graph.succs(v).iter().map(|s| position[s.index()]).filter(|&p| p != usize::MAX).max();
+        last.map_or(0, |last| last.saturating_sub(i))
+    };
+    let mut candidates: Vec<(f64, u64, NodeId)> = fwd
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| (stored_bytes(graph, v), span(i, v), v))
+        .filter(|&(bytes, span, _)| bytes > 0 && span > 0)
+        .map(|(bytes, span, v)| (bytes as f64 / span as f64, bytes, v))
+        .collect();
+    candidates.sort_by(|a, b| a.0.total_cmp(&b.0)); // stable: program order among equals
     let mut used = 0u64;
     candidates
         .into_iter()
-        .take_while(|&(bytes, _)| {
+        .take_while(|&(_, bytes, _)| {
             used += bytes;
             used <= allowance
         })
-        .map(|(_, v)| v)
+        .map(|(_, _, v)| v)
         .collect()
 }
 
@@ -944,6 +962,12 @@ pub(crate) mod tests {
     /// Six layers that all read one 8-byte key computed at the start (dropout's RNG key):
     /// the key spans every layer, so without small values crossing cuts the step is one stage.
     fn layers_reading_one_key() -> Graph {
+        layers_with_rng_rounds(0)
+    }
+
+    /// [`layers_reading_one_key`] with each layer's mask made by `rounds` 4-byte values in a
+    /// row from the key (an unrolled PRNG's words: many small values, each read once, next).
+    fn layers_with_rng_rounds(rounds: usize) -> Graph {
         use remat_graph::{GraphBuilder, NodeSpec};
         let mut b = GraphBuilder::new();
         let x = b.add(NodeSpec::argument("x", 1024), &[]);
@@ -952,7 +976,11 @@ pub(crate) mod tests {
         let mut h = vec![x];
         for i in 1..=6 {
             let prev = *h.last().unwrap();
-            h.push(b.add(NodeSpec::op(format!("h{i}"), 1024, 100.0), &[prev, key]));
+            let mut mask = key;
+            for r in 0..rounds {
+                mask = b.add(NodeSpec::op(format!("round{i}_{r}"), 4, 1.0), &[mask]);
+            }
+            h.push(b.add(NodeSpec::op(format!("h{i}"), 1024, 100.0), &[prev, mask]));
         }
         let loss = b.add(NodeSpec::op("loss", 4, 1.0), &[h[6]]);
         let mut g = loss;
@@ -961,6 +989,20 @@ pub(crate) mod tests {
             g = b.add(if i == 1 { spec.output() } else { spec }, &[g, h[i], key]);
         }
         b.finish().unwrap()
+    }
+
+    #[test]
+    fn a_long_edge_crosses_cuts_before_short_lived_smaller_values() {
+        // 48 4-byte words hold more than the small values' share of the peak; taken smallest
+        // first they used it all and left the key to merge the layers (JAX's dropout unrolled).
+        let graph = layers_with_rng_rounds(8);
+        let order = graph.topological_schedule();
+        let peak = simulate(&graph, &order).unwrap().peak_bytes;
+        assert!(48 * 4 > peak / SMALL_VALUES_SHARE, "the words alone exceed the share");
+        let views = ChainView::views(&graph, &order);
+        assert_eq!(views.len(), 2, "the finer view differs");
+        assert!(views[0].chain.len() <= 2, "the key merges the layers: {} stages", views[0].chain.len());
+        assert!(views[1].chain.len() >= 6, "a stage per layer: {} stages", views[1].chain.len());
     }
 
     #[test]
