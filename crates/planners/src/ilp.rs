@@ -84,9 +84,10 @@ pub enum SolveStatus {
     TimeLimit,
     /// A plan rounded from the LP relaxation; `lp_bound` bounds the optimum.
     Rounded,
-    /// The solver found no plan in its time limit; this heuristic's plan (one the solver could
-    /// not start from) is returned, with the bound the solver did prove.
-    Fallback(&'static str),
+    /// This heuristic's plan is returned, with the bound the solver did prove: the solver found
+    /// no plan in its time limit (a plan it could not start from), or only one that missed the
+    /// budget or cost more (a plan outside the class, or a rounding with no time to refine).
+    Fallback(&'static str, FallbackCause),
 }
 
 impl SolveStatus {
@@ -95,7 +96,7 @@ impl SolveStatus {
     pub fn name(self) -> &'static str {
         match self {
             SolveStatus::Optimal => "optimal",
-            SolveStatus::TimeLimit | SolveStatus::Fallback(_) => "time-limit",
+            SolveStatus::TimeLimit | SolveStatus::Fallback(..) => "time-limit",
             SolveStatus::Rounded => "rounded",
         }
     }
@@ -139,7 +140,7 @@ impl Certificate {
             SolveStatus::Optimal => StopReason::Optimal,
             SolveStatus::TimeLimit => StopReason::TimeLimit { gap },
             SolveStatus::Rounded => StopReason::Gap { gap: self.gap },
-            SolveStatus::Fallback(to) => StopReason::Fallback { to, cause: FallbackCause::TimeLimit },
+            SolveStatus::Fallback(to, cause) => StopReason::Fallback { to, cause },
         }
     }
 }
@@ -176,10 +177,13 @@ impl StrategyFacts for Certificate {
             ("ilp class".to_string(), self.class.clone()),
         ];
         let lp = self.lp_bound.map(|b| format!("; LP bound {b:.4e}")).unwrap_or_default();
-        let proven = if self.dual_bound.is_finite() {
-            format!("dual bound {:.4e}, gap {:.2}%", self.dual_bound, 100.0 * self.gap)
-        } else {
-            "no bound proven".to_string()
+        let proven = match (self.dual_bound.is_finite(), self.gap.is_finite()) {
+            (true, true) => format!("dual bound {:.4e}, gap {:.2}%", self.dual_bound, 100.0 * self.gap),
+            // A heuristic's plan returned: the bound is the class's, the plan may lie outside it.
+            (true, false) => {
+                format!("dual bound {:.4e} over the class; no gap for a heuristic's plan", self.dual_bound)
+            }
+            _ => "no bound proven".to_string(),
         };
         lines.push(("ilp objective".into(), format!("{:.4e} ({proven}){lp}", self.objective)));
         if let Some(b) = self.smallest_feasible_budget {
@@ -218,7 +222,7 @@ pub const ROUNDING_SOLVES: usize = 6;
 pub const MIN_ROUNDING_STEP: u64 = 100;
 
 /// The strategies whose plans seed the solver, cheapest first after polishing.
-const WARM_STARTS: &[&str] = &["none", "greedy", "treewidth", "pathwidth", "acg", "dtr", "chain", "hierarchical"];
+pub const WARM_STARTS: &[&str] = &["none", "greedy", "treewidth", "pathwidth", "acg", "dtr", "chain", "hierarchical"];
 
 /// `--remat=ilp`.
 pub struct IlpRemat;
@@ -361,7 +365,7 @@ impl Heuristic {
         Certificate {
             formulation: String::new(),
             class: String::new(),
-            status: SolveStatus::Fallback(self.name),
+            status: SolveStatus::Fallback(self.name, FallbackCause::TimeLimit),
             objective: self.cost,
             dual_bound,
             gap,
@@ -672,7 +676,28 @@ impl<'r> Solve<'r> {
             (SolveMethod::Milp, Some(budget)) => self.within_budget(stages, budget),
             (SolveMethod::Milp, None) => self.least_memory_then_cost(stages),
         }?;
-        let (schedule, mut certificate) = result;
+        let (mut schedule, mut certificate) = result;
+        if let Some(budget) = self.request.budget {
+            if let Some(h) = self.better_heuristic(&schedule, budget) {
+                tracing::info!(
+                    "ilp: {}'s plan (cost {}) is better than the ILP's (cost {})",
+                    h.name,
+                    h.cost,
+                    certificate.objective
+                );
+                schedule = h.schedule.clone();
+                certificate = Certificate {
+                    status: SolveStatus::Fallback(h.name, FallbackCause::Costlier),
+                    objective: h.cost,
+                    // The class's bound stands; a gap would compare it with a plan that may
+                    // lie outside the class.
+                    gap: f64::NAN,
+                    smallest_feasible_budget: None,
+                    warm_start: Some(h.name),
+                    ..certificate
+                };
+            }
+        }
         // After solving: the class is in whose order the returned plan's formulation was.
         let (formulation_name, class) = self.describe(&described);
         certificate.formulation = formulation_name;
@@ -680,6 +705,17 @@ impl<'r> Solve<'r> {
         certificate.solve_seconds = self.started.elapsed().as_secs_f64();
         tracing::info!("ilp: {:?}, cost {}, gap {:.4}", certificate.status, certificate.objective, certificate.gap);
         Ok((schedule, certificate))
+    }
+
+    /// The warm starts' plan to return in place of the solver's `schedule`, where one is
+    /// better at `budget` ([`compare_plans`]: within it, then cheaper). They were planned and
+    /// finished before the solve, so the ILP never answers worse than what it started from.
+    fn better_heuristic(&self, schedule: &[NodeId], budget: u64) -> Option<&Heuristic> {
+        let own = simulate(self.request.graph, schedule).ok().map(|s| (s.peak_bytes, s.cost));
+        let best =
+            self.heuristics.iter().min_by(|a, b| compare_plans((a.peak, a.cost), (b.peak, b.cost), Some(budget)))?;
+        let better = own.is_none_or(|own| compare_plans((best.peak, best.cost), own, Some(budget)).is_lt());
+        better.then_some(best)
     }
 
     fn certificate(

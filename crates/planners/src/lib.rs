@@ -664,10 +664,10 @@ fn named_smallest_budget(
         let ilp = strategy("ilp").expect("the ilp is a strategy");
         measure_plan(ilp, graph, order, Some(budget), options).is_ok_and(|plan| plan.simulation.peak_bytes <= budget)
     });
-    // An ILP that fell back to a heuristic's plan (its solver out of time) meets what that
+    // An ILP that fell back to a heuristic's plan (its solver out of time, or its plan costlier) meets what that
     // heuristic meets: bisecting the ILP itself would run out of time at every probe.
     let fallen_back_to = details.facts::<ilp::Certificate>().and_then(|c| match c.status {
-        ilp::SolveStatus::Fallback(to) => strategy(to),
+        ilp::SolveStatus::Fallback(to, _) => strategy(to),
         _ => None,
     });
     let searched = if !details.comparison.is_empty() {

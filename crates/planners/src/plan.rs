@@ -49,6 +49,9 @@ pub enum FallbackCause {
     NoPlan,
     /// Its time limit ran out before it found a plan.
     TimeLimit,
+    /// Its own plan missed the budget or cost more than the one returned (the ILP, whose
+    /// class may not hold a heuristic's cheaper schedule, or whose time ran out first).
+    Costlier,
 }
 
 impl StopReason {
@@ -92,6 +95,9 @@ impl fmt::Display for StopReason {
             StopReason::Fallback { to, cause: FallbackCause::NoPlan } => write!(f, "fallback to {to}'s plan (no plan)"),
             StopReason::Fallback { to, cause: FallbackCause::TimeLimit } => {
                 write!(f, "fallback to {to}'s plan (no plan in the time limit)")
+            }
+            StopReason::Fallback { to, cause: FallbackCause::Costlier } => {
+                write!(f, "fallback to {to}'s plan (cheaper than its own)")
             }
         }
     }

@@ -276,3 +276,45 @@ fn lp_rounding_then_the_milp_reaches_the_milps_optimum() {
     }
     assert!(ran >= 8, "only {ran} of 24 budgets were feasible and solved");
 }
+
+/// Whatever the solver returns, the ILP answers no worse than the heuristic plans it started
+/// from (within the budget first, then cheaper): LP rounding alone, in Checkmate's fixed class,
+/// often rounds to a costlier plan than a heuristic's, and then returns that heuristic's plan
+/// (stop reason `fallback`, cause `Costlier`).
+#[test]
+fn the_ilp_never_answers_worse_than_its_warm_starts() {
+    let (mut ran, mut fell_back) = (0, 0);
+    for seed in 0..40u64 {
+        let g = RandomDag { ops: 24, view_percent: 10, ..RandomDag::default() }.generate(seed);
+        let order = g.topological_schedule();
+        let budget = simulate(&g, &order).unwrap().peak_bytes * (70 + seed % 4 * 8) / 100;
+        let mut options = PlannerOptions::default();
+        options.ilp.order = Some(StageOrder::Fixed);
+        options.ilp.method = Some(SolveMethod::LpRounding);
+        let Ok(ilp) = plan_within_budget(strategy("ilp").unwrap(), &g, &order, Some(budget), &options) else {
+            continue;
+        };
+        ran += 1;
+        let certificate = ilp.details.facts::<remat_planners::ilp::Certificate>().unwrap();
+        if matches!(certificate.status, SolveStatus::Fallback(_, remat_planners::FallbackCause::Costlier)) {
+            fell_back += 1;
+            assert!(certificate.gap.is_nan(), "seed {seed}: no gap is claimed for a heuristic's plan");
+        }
+        for name in remat_planners::ilp::WARM_STARTS {
+            let Ok(plan) = plan_within_budget(strategy(name).unwrap(), &g, &order, Some(budget), &options) else {
+                continue;
+            };
+            if plan.simulation.peak_bytes <= budget {
+                assert!(ilp.simulation.peak_bytes <= budget, "seed {seed}: {name} fits, the ILP does not");
+                assert!(
+                    ilp.simulation.cost <= plan.simulation.cost,
+                    "seed {seed}: {name} {} < ilp {}",
+                    plan.simulation.cost,
+                    ilp.simulation.cost
+                );
+            }
+        }
+    }
+    assert!(ran >= 20, "only {ran} of 40 steps planned");
+    assert!(fell_back >= 1, "no rounding was costlier than a heuristic's plan: the test checks nothing");
+}

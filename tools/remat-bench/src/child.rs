@@ -115,7 +115,7 @@ pub fn plan_and_print(source: &GraphSource, strategy_name: &str, percent: f64, t
                 outcome.ilp_status = Some(
                     match c.status {
                         SolveStatus::Optimal => "optimal",
-                        SolveStatus::TimeLimit | SolveStatus::Fallback(_) => "timelimit",
+                        SolveStatus::TimeLimit | SolveStatus::Fallback(..) => "timelimit",
                         SolveStatus::Rounded => "rounded",
                     }
                     .to_string(),

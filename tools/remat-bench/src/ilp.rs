@@ -84,7 +84,7 @@ pub fn table(
             let cost = |c: f64| format!("{:.4e}", c);
             let status = match certificate.status {
                 SolveStatus::Optimal => "optimal",
-                SolveStatus::TimeLimit | SolveStatus::Fallback(_) => "time limit",
+                SolveStatus::TimeLimit | SolveStatus::Fallback(..) => "time limit",
                 SolveStatus::Rounded => "rounded",
             };
             print!(
