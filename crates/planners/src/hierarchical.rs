@@ -361,7 +361,8 @@ fn peak_beyond_incoming(graph: &Graph, view: &ChainView, k: usize, sequence: &[N
 /// Block `k`'s menu (0-based): the greedy path from keeping every value the backward reads to
 /// keeping none, without dominated options, at most [`MAX_OPTIONS`] of them. Each greedy round
 /// drops the best-scoring kept value, or on blocks with more than [`GREEDY_ROUNDS`] such
-/// values the best-scoring share of them, so a block costs O(rounds · |R| · its edges).
+/// values the best-scoring share of them; a round walks the block once, and per candidate
+/// only what its drop would add to the recomputation.
 fn menu(graph: &Graph, view: &ChainView, k: usize, deadline: Deadline) -> Vec<BlockOption> {
     let forward = &view.forward[k];
     let f = forward.len();
@@ -391,6 +392,27 @@ fn menu(graph: &Graph, view: &ChainView, k: usize, deadline: Deadline) -> Vec<Bl
         need
     };
     let total = |need: &[bool]| (0..f).filter(|&i| need[i]).map(cost).sum::<f64>();
+    // What dropping kept value `r` adds to the recomputation `need` of `keep`: `r` and what it
+    // needs that is neither kept, nor the output, nor needed already. `rerun`'s closure only
+    // grows by what it reaches from `r`, so this walks that alone rather than the block
+    // (a walk of the block per candidate made menus quadratic in a block's size).
+    let (mut mark, mut walk, mut stack) = (vec![0usize; f], 0usize, Vec::new());
+    let mut added_by_dropping = |r: usize, need: &[bool], keep: &[bool]| {
+        walk += 1;
+        let mut added = 0.0;
+        mark[r] = walk;
+        stack.push(r);
+        while let Some(i) = stack.pop() {
+            added += cost(i);
+            for &p in &preds[i] {
+                if mark[p] != walk && !need[p] && !keep[p] && p != output && graph.node(forward[p]).pure {
+                    mark[p] = walk;
+                    stack.push(p);
+                }
+            }
+        }
+        added
+    };
     let kept_bytes = |keep: &[bool]| read.iter().filter(|&&r| keep[r]).map(|&r| bytes(r)).sum::<u64>();
     let mut keep = vec![false; f];
     for &r in &read {
@@ -399,7 +421,6 @@ fn menu(graph: &Graph, view: &ChainView, k: usize, deadline: Deadline) -> Vec<Bl
     // The path as (what is kept, its bytes, its recomputation's cost).
     let mut path = vec![(keep.clone(), kept_bytes(&keep), 0.0)];
     let per_round = read.len().div_ceil(GREEDY_ROUNDS).max(1);
-    let mut current = 0.0;
     while !deadline.expired() {
         // Score each kept value by the recomputation its drop adds per byte it frees.
         let candidates: Vec<usize> =
@@ -407,20 +428,14 @@ fn menu(graph: &Graph, view: &ChainView, k: usize, deadline: Deadline) -> Vec<Bl
         if candidates.is_empty() {
             break;
         }
-        // Exact scores cost a walk of the block per candidate; on huge blocks (a step with few
-        // cuts) a value's own cost stands in for what its drop adds.
+        // Exact scores are bounded by a walk of the block per candidate; on huge blocks (a step
+        // with few cuts) a value's own cost stands in for what its drop adds.
         let exact = candidates.len().saturating_mul(f) <= EXACT_SCORING_WORK;
+        let need = if exact { rerun(&keep) } else { Vec::new() };
         let mut scored: Vec<(f64, usize)> = candidates
             .into_iter()
             .map(|r| {
-                let added = if exact {
-                    keep[r] = false;
-                    let added = total(&rerun(&keep)) - current;
-                    keep[r] = true;
-                    added
-                } else {
-                    cost(r)
-                };
+                let added = if exact { added_by_dropping(r, &need, &keep) } else { cost(r) };
                 (added / bytes(r) as f64, r)
             })
             .collect();
@@ -428,8 +443,7 @@ fn menu(graph: &Graph, view: &ChainView, k: usize, deadline: Deadline) -> Vec<Bl
         for &(_, r) in scored.iter().take(per_round) {
             keep[r] = false;
         }
-        current = total(&rerun(&keep));
-        path.push((keep.clone(), kept_bytes(&keep), current));
+        path.push((keep.clone(), kept_bytes(&keep), total(&rerun(&keep))));
     }
     // Drop dominated options (fewer bytes must cost more), then spread at most MAX_OPTIONS.
     path.sort_by(|x, y| x.1.cmp(&y.1).then(x.2.total_cmp(&y.2)));
