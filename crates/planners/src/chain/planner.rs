@@ -309,7 +309,7 @@ impl ChainView {
         // With `small_may_cross`, so may small long edges ([`small_values`]).
         let mut may_cross = from_constants;
         if small_may_cross {
-            for v in small_values(graph, order, fwd) {
+            for v in small_values(graph, order, fwd, &position) {
                 may_cross[v.index()] = true;
             }
         }
@@ -580,13 +580,10 @@ pub const SMALL_VALUES_SHARE: u64 = 100;
 /// long edge before the many short-lived words of an unrolled PRNG, which would use up the
 /// share while crossing no cut (JAX's threefry rounds, unrolled, are thousands of 4- and
 /// 8-byte values).
-fn small_values(graph: &Graph, order: &[NodeId], fwd: &[NodeId]) -> Vec<NodeId> {
+/// `position` maps a node to its place in `fwd` (`usize::MAX` outside it).
+fn small_values(graph: &Graph, order: &[NodeId], fwd: &[NodeId], position: &[usize]) -> Vec<NodeId> {
     let Ok(peak) = simulate(graph, order).map(|s| s.peak_bytes) else { return Vec::new() };
     let allowance = peak / SMALL_VALUES_SHARE;
-    let mut position = vec![usize::MAX; graph.len()];
-    for (i, &v) in fwd.iter().enumerate() {
-        position[v.index()] = i;
-    }
     let span = |i: usize, v: NodeId| {
         let last = graph.succs(v).iter().map(|s| position[s.index()]).filter(|&p| p != usize::MAX).max();
         last.map_or(0, |last| last.saturating_sub(i))
