@@ -197,6 +197,42 @@ impl RandomLayeredDag {
     }
 }
 
+/// A random valid schedule of `g`: a random topological order in which each pure input whose
+/// own inputs are computed is recomputed right before its reader with probability
+/// `recompute_percent` %. For property tests of anything that must hold for every schedule.
+pub fn random_schedule(g: &Graph, seed: u64, recompute_percent: u64) -> Vec<NodeId> {
+    let mut rng = SplitMix64::new(seed);
+    let mut indegree: Vec<usize> =
+        g.ids().map(|id| g.preds(id).iter().filter(|p| !g.node(**p).argument).count()).collect();
+    let mut ready: Vec<NodeId> = g.ids().filter(|&id| !g.node(id).argument && indegree[id.index()] == 0).collect();
+    let mut order = Vec::new();
+    while !ready.is_empty() {
+        let pick = ready.swap_remove(rng.below(ready.len() as u64) as usize);
+        order.push(pick);
+        for &s in g.succs(pick) {
+            indegree[s.index()] -= 1;
+            if indegree[s.index()] == 0 {
+                ready.push(s);
+            }
+        }
+    }
+    let mut schedule = Vec::new();
+    let mut computed = vec![false; g.len()];
+    for &step in &order {
+        for &p in g.preds(step) {
+            let pure_with_computed_inputs = g.node(p).pure
+                && !g.node(p).argument
+                && g.preds(p).iter().all(|q| g.node(*q).argument || computed[q.index()]);
+            if pure_with_computed_inputs && rng.chance(recompute_percent) {
+                schedule.push(p);
+            }
+        }
+        schedule.push(step);
+        computed[step.index()] = true;
+    }
+    schedule
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

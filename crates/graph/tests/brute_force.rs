@@ -2,7 +2,7 @@
 //! random DAGs and random valid schedules (with recomputations).
 
 use proptest::prelude::*;
-use remat_graph::random::{RandomDag, SplitMix64};
+use remat_graph::random::{random_schedule, RandomDag};
 use remat_graph::{lifetimes, simulate, Graph, NodeId};
 
 /// Kumar et al. §2.1's U_i, over instances: instance j (made at step j) is resident at step i
@@ -51,45 +51,12 @@ fn brute_force_memory(g: &Graph, schedule: &[NodeId]) -> Vec<u64> {
         .collect()
 }
 
-/// A random valid schedule: a random topological order, with random pure nodes recomputed
-/// right before random later users.
-fn random_schedule(g: &Graph, seed: u64) -> Vec<NodeId> {
-    let mut rng = SplitMix64::new(seed);
-    let mut indegree: Vec<usize> =
-        g.ids().map(|id| g.preds(id).iter().filter(|p| !g.node(**p).argument).count()).collect();
-    let mut ready: Vec<NodeId> = g.ids().filter(|&id| !g.node(id).argument && indegree[id.index()] == 0).collect();
-    let mut order = Vec::new();
-    while !ready.is_empty() {
-        let pick = ready.swap_remove(rng.below(ready.len() as u64) as usize);
-        order.push(pick);
-        for &s in g.succs(pick) {
-            indegree[s.index()] -= 1;
-            if indegree[s.index()] == 0 {
-                ready.push(s);
-            }
-        }
-    }
-    let mut schedule = Vec::new();
-    for &step in &order {
-        for &p in g.preds(step) {
-            let pure_with_computed_inputs = g.node(p).pure
-                && !g.node(p).argument
-                && g.preds(p).iter().all(|q| g.node(*q).argument || schedule.contains(q));
-            if pure_with_computed_inputs && rng.chance(20) {
-                schedule.push(p);
-            }
-        }
-        schedule.push(step);
-    }
-    schedule
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(1000))]
     #[test]
     fn simulator_matches_brute_force(seed in any::<u64>(), ops in 1usize..24, args in 0usize..3) {
         let g = RandomDag { ops, arguments: args, ..RandomDag::default() }.generate(seed);
-        let schedule = random_schedule(&g, seed ^ 0x5eed);
+        let schedule = random_schedule(&g, seed ^ 0x5eed, 20);
         let sim = simulate(&g, &schedule).expect("random schedules are valid");
         prop_assert_eq!(&sim.step_bytes, &brute_force_memory(&g, &schedule));
         prop_assert!(sim.peak_bytes >= remat_graph::lower_bound(&g));
@@ -113,7 +80,7 @@ proptest! {
     #[test]
     fn fused_recomputations_only_ever_lower_two_steps(seed in any::<u64>(), ops in 1usize..24, args in 0usize..3) {
         let g = RandomDag { ops, arguments: args, fuse_percent: 60, reuse_percent: 30, ..RandomDag::default() }.generate(seed);
-        let schedule = random_schedule(&g, seed ^ 0x5eed);
+        let schedule = random_schedule(&g, seed ^ 0x5eed, 20);
         let fused = lifetimes(&g, &schedule).expect("random schedules are valid");
         let plain = lifetimes(&unfused(&g), &schedule).unwrap();
         prop_assert_eq!(plain.fused.iter().filter(|&&f| f).count(), 0);
@@ -144,7 +111,7 @@ fn random_schedules_do_fuse() {
     let fusing = (0..200u64)
         .filter(|&seed| {
             let g = RandomDag { ops: 20, fuse_percent: 60, ..RandomDag::default() }.generate(seed);
-            lifetimes(&g, &random_schedule(&g, seed ^ 0x5eed)).unwrap().fused.contains(&true)
+            lifetimes(&g, &random_schedule(&g, seed ^ 0x5eed, 20)).unwrap().fused.contains(&true)
         })
         .count();
     assert!(fusing >= 40, "only {fusing} of 200 schedules fused a recomputation");

@@ -14,6 +14,7 @@
 pub mod acg;
 pub mod auto;
 pub mod chain;
+pub mod cost_bound;
 pub mod deadline;
 pub mod division;
 pub mod dtr;
@@ -516,6 +517,9 @@ pub struct Infeasible {
     /// The time limit (seconds) when it ran out before the search for the smallest budget
     /// ended: `smallest_feasible` is then a budget the strategy meets, not the smallest.
     pub out_of_time: Option<f64>,
+    /// Set by callers that ran [`cost_bound`] on the budget and found it infeasible: the op at
+    /// whose step no schedule fits.
+    pub proven_infeasible_at: Option<String>,
 }
 
 impl Infeasible {
@@ -533,6 +537,13 @@ impl Infeasible {
                 "budget {} is below {}, a lower bound on the peak of any schedule of this function",
                 Bytes(self.budget),
                 Bytes(self.lower_bound)
+            )
+        } else if let Some(op) = &self.proven_infeasible_at {
+            format!(
+                "no schedule of this function fits the budget of {}: at the step of '{op}', its operands, its \
+                 result and the values the ops after it read, as far as recomputation cannot bring them back, \
+                 need more",
+                Bytes(self.budget)
             )
         } else {
             format!(
@@ -632,6 +643,7 @@ pub fn measure_given(
             lower_bound,
             smallest_feasible: Some(peak),
             out_of_time: None,
+            proven_infeasible_at: None,
         };
         return Err(infeasible.into());
     }
@@ -712,6 +724,7 @@ pub fn plan_within_budget(
                 lower_bound: plan.lower_bound,
                 smallest_feasible,
                 out_of_time: options.deadline.expired().then_some(options.time_limit),
+                proven_infeasible_at: None,
             }
             .into());
         }

@@ -17,5 +17,5 @@ for path in sys.argv[2:]:
             for e in errors:
                 print(f"{path}: @{report.get('function')}: {'/'.join(map(str, e.path))}: {e.message}")
             sys.exit(1)
-        sections = [k for k in ("raw_plan", "fusion", "ilp", "dtr", "chain", "hierarchical", "host", "candidates") if k in report]
+        sections = [k for k in ("raw_plan", "fusion", "ilp", "dtr", "chain", "hierarchical", "host", "candidates", "certificate") if k in report]
         print(f"valid: {report['strategy']} {' '.join(sections)}".rstrip())

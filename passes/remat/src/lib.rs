@@ -76,9 +76,39 @@ pub fn plan_graph(
     let planner = remat_planners::strategy(&options.strategy).ok_or_else(|| unknown_strategy(&options.strategy))?;
     let baseline_peak = remat_graph::simulate(graph, order)?.peak_bytes;
     let budget = options.budget.map(|b| b.resolve(baseline_peak));
-    let plan = plan_within_budget(planner, graph, order, budget, &options.planner)?;
-    let report = Report::new(function, planner.name(), graph, budget, &plan);
+    let plan = match plan_within_budget(planner, graph, order, budget, &options.planner) {
+        Err(remat_planners::PlanFailure::Infeasible(mut infeasible)) if options.certify => {
+            // Whether any schedule at all fits: the certificate may prove that none does.
+            let deadline = remat_planners::Deadline::after(options.planner.time_limit);
+            let bound = remat_planners::cost_bound::recompute_lower_bound(graph, order, infeasible.budget, deadline);
+            if bound.status == remat_planners::cost_bound::BoundStatus::Infeasible {
+                infeasible.proven_infeasible_at = bound.anchor.map(|(_, name)| name);
+            }
+            return Err(remat_planners::PlanFailure::Infeasible(infeasible).into());
+        }
+        result => result?,
+    };
+    let mut report = Report::new(function, planner.name(), graph, budget, &plan);
+    report.cost_bound = certify(graph, order, budget, &plan, options);
     Ok((plan, report))
+}
+
+/// With the `certify` option: a proven lower bound on the recomputation any schedule within the
+/// budget needs (at the plan's own peak without one). Plans with host transfers are not
+/// recompute-only, and are not certified.
+fn certify(
+    graph: &remat_graph::Graph,
+    order: &[remat_graph::NodeId],
+    budget: Option<u64>,
+    plan: &MeasuredPlan,
+    options: &RematOptions,
+) -> Option<remat_planners::cost_bound::CostBound> {
+    if !options.certify || !plan.details.transfers.is_empty() {
+        return None;
+    }
+    let budget = budget.unwrap_or(plan.simulation.peak_bytes);
+    let deadline = remat_planners::Deadline::after(options.planner.time_limit);
+    Some(remat_planners::cost_bound::recompute_lower_bound(graph, order, budget, deadline))
 }
 
 /// Reads the schedule JSON `path` for the `schedule` option, which takes no strategy.
@@ -117,7 +147,8 @@ fn given_plan(
     let baseline_peak = remat_graph::simulate(graph, order)?.peak_bytes;
     let budget = options.budget.map(|b| b.resolve(baseline_peak));
     let plan = remat_planners::measure_given(graph, order, saved.steps, saved.transfers, budget)?;
-    let report = Report::new(function, remat_planners::GIVEN, graph, budget, &plan);
+    let mut report = Report::new(function, remat_planners::GIVEN, graph, budget, &plan);
+    report.cost_bound = certify(graph, order, budget, &plan, options);
     Ok((plan, report))
 }
 

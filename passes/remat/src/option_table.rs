@@ -234,6 +234,17 @@ pub const OPTIONS: &[OptionSpec] = &[
         strategies: &[],
     },
     OptionSpec {
+        name: "certify",
+        flag: Flag::Switch { flag: "certify", value: "true" },
+        kind: OptionKind::Bool,
+        value_name: "BOOL",
+        default: "false",
+        automatic: "",
+        help: "Prove a lower bound on the recomputation any schedule within the budget needs (min-cut \
+               closures at the fullest steps, within --time-limit), and report the plan's gap to it",
+        strategies: &[],
+    },
+    OptionSpec {
         name: "ilp-order",
         flag: Flag::Value("ilp-order"),
         kind: OptionKind::Choice { words: &["fixed", "free"], noun: None },

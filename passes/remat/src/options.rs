@@ -72,6 +72,8 @@ pub struct RematOptions {
     pub plan_scan_residuals: bool,
     /// Strategy knobs and polishing.
     pub planner: PlannerOptions,
+    /// Prove a lower bound on the recomputation the budget forces (`remat_planners::cost_bound`).
+    pub certify: bool,
 }
 
 impl Default for RematOptions {
@@ -89,6 +91,7 @@ impl Default for RematOptions {
             merge_recomputation: MergeRecomputation::default(),
             plan_scan_residuals: true,
             planner: PlannerOptions::default(),
+            certify: false,
         };
         for spec in OPTIONS {
             if let Err(e) = options.set(spec.name, "") {
@@ -156,6 +159,7 @@ impl RematOptions {
                 })
             }
             "polish" => planner.polish = parsed.boolean()?,
+            "certify" => self.certify = parsed.boolean()?,
             "ilp-order" => {
                 planner.ilp.order = parsed.choice()?.map(|word| match word {
                     "fixed" => StageOrder::Fixed,

@@ -64,6 +64,8 @@ pub struct Report {
     /// What fusion did before planning (`None` with `fusion=none`, or for graph inputs); the
     /// baseline above is the fused step's.
     pub fusion: Option<crate::FusionSummary>,
+    /// With `certify`: the proven least recomputation of any schedule within the budget.
+    pub cost_bound: Option<remat_planners::cost_bound::CostBound>,
     /// What importing changed before fusion and planning (loops unrolled, reads of stacked
     /// tensors forwarded); empty for graph inputs.
     pub normalized: remat_mlir::Normalization,
@@ -107,6 +109,7 @@ impl Report {
             timeline: (plan.baseline.step_bytes.clone(), plan.simulation.step_bytes.clone()),
             fusion: None,
             normalized: remat_mlir::Normalization::default(),
+            cost_bound: None,
         }
     }
 
@@ -148,6 +151,14 @@ impl Report {
     /// Whether polishing changed the strategy's schedule.
     pub fn polished(&self) -> bool {
         self.raw != (self.plan_peak_bytes, self.plan_cost, self.recomputed_ops)
+    }
+
+    /// How far the plan's overhead is above the certificate's proven least overhead, when the
+    /// plan fits the certified budget (`None` without a certificate).
+    pub fn certified_gap(&self) -> Option<f64> {
+        let b = self.cost_bound.as_ref()?;
+        (b.status == remat_planners::cost_bound::BoundStatus::Proven && self.plan_peak_bytes <= b.budget)
+            .then(|| self.recompute_overhead() - b.overhead)
     }
 
     /// `plan cost / baseline cost − 1` (0 when the baseline costs nothing).
@@ -202,6 +213,22 @@ impl Report {
                 "saved_bytes": f.peak_before.saturating_sub(self.baseline_peak_bytes),
                 "fusable_pairs": f.fusable_recomputations,
             });
+        }
+        if let Some(b) = &self.cost_bound {
+            let mut c = json!({
+                "budget_bytes": b.budget,
+                "status": b.status.name(),
+                "cost_lower_bound": b.cost,
+                "overhead_lower_bound": b.overhead,
+                "gap": self.certified_gap(),
+                "anchor": b.anchor.as_ref().map(|(_, name)| name.as_str()),
+                "anchors_tried": b.anchors.0,
+                "anchor_candidates": b.anchors.1,
+            });
+            if !deterministic {
+                c["seconds"] = json!(b.seconds);
+            }
+            v["certificate"] = c;
         }
         v["stop"] = stop_json(&self.stop);
         for facts in &self.facts {
@@ -283,6 +310,24 @@ impl Report {
                 "  {:<16}  {} of them computed inside the op that reads them\n",
                 "fused", self.fused_recomputations
             ));
+        }
+        if let Some(b) = &self.cost_bound {
+            use remat_planners::cost_bound::BoundStatus;
+            let line = match b.status {
+                BoundStatus::Proven => {
+                    let gap = match self.certified_gap() {
+                        Some(gap) => format!("; this plan is {:.1} points above it", 100.0 * gap),
+                        None => String::new(),
+                    };
+                    format!(
+                        "any schedule within {} recomputes at least +{:.1}%{gap}",
+                        Bytes(b.budget),
+                        100.0 * b.overhead
+                    )
+                }
+                BoundStatus::Infeasible => format!("no schedule fits {}", Bytes(b.budget)),
+            };
+            s.push_str(&format!("  {:<16}  {line}\n", "certificate"));
         }
         if self.polished() {
             let (peak, cost, recomputed) = self.raw;
