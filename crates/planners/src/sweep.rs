@@ -12,6 +12,9 @@ use crate::{InvalidRequest, PlanError, PlanRequest, Planner, PlannerOptions, STR
 use remat_graph::units::{Budget, Bytes};
 use remat_graph::{lower_bound, simulate, Graph, NodeId};
 
+/// The name of the certificate's rows in the table and the CSV (`--certify`).
+pub const CERTIFICATE: &str = "certificate";
+
 /// The budgets `--sweep` uses when none are given, in percent of the baseline peak.
 pub const DEFAULT_PERCENTS: [f64; 9] = [100.0, 90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 20.0];
 
@@ -45,6 +48,9 @@ pub struct SweepTable {
     pub strategies: Vec<&'static str>,
     /// One row per budget and strategy, budgets in the order given, strategies within each.
     pub rows: Vec<SweepRow>,
+    /// After [`certify`](SweepTable::certify): the certificate at each budget, in the order of
+    /// the budgets.
+    pub bounds: Vec<(f64, crate::cost_bound::CostBound)>,
 }
 
 /// Plans `graph` with every strategy of `strategies` at every budget of `percents` (percent
@@ -77,10 +83,34 @@ pub fn sweep(
         lower_bound: lower_bound(graph),
         strategies: strategies.iter().map(|p| p.name()).collect(),
         rows,
+        bounds: Vec::new(),
     })
 }
 
 impl SweepTable {
+    /// Adds the certificate (`--certify`) at each budget: the least recomputation any schedule
+    /// within it needs ([`crate::cost_bound`]), each search stopped at `time_limit` seconds.
+    pub fn certify(&mut self, graph: &Graph, order: &[NodeId], time_limit: f64) {
+        let mut budgets: Vec<(f64, u64)> = Vec::new();
+        for row in &self.rows {
+            if !budgets.iter().any(|b| b.0 == row.percent) {
+                budgets.push((row.percent, row.budget_bytes));
+            }
+        }
+        self.bounds = budgets
+            .into_iter()
+            .map(|(percent, bytes)| {
+                let deadline = crate::Deadline::after(time_limit);
+                (percent, crate::cost_bound::recompute_lower_bound(graph, order, bytes, deadline))
+            })
+            .collect();
+    }
+
+    /// The certificate at `percent`, when [`certify`](SweepTable::certify) ran.
+    fn bound_at(&self, percent: f64) -> Option<&crate::cost_bound::CostBound> {
+        self.bounds.iter().find(|b| b.0 == percent).map(|b| &b.1)
+    }
+
     /// `part` in percent of the baseline peak (0 when the baseline peak is 0).
     pub fn percent_of_baseline(&self, part: u64) -> f64 {
         if self.baseline_peak > 0 {
@@ -100,13 +130,20 @@ impl SweepTable {
             Bytes(self.lower_bound),
             self.percent_of_baseline(self.lower_bound)
         );
-        let width = self.strategies.iter().map(|n| n.len()).max().unwrap_or(0).max("strategy".len());
+        let width = self
+            .strategies
+            .iter()
+            .map(|n| n.len())
+            .max()
+            .unwrap_or(0)
+            .max("strategy".len())
+            .max(if self.bounds.is_empty() { 0 } else { CERTIFICATE.len() });
         let seconds_header = if deterministic { String::new() } else { format!("  {:>8}", "seconds") };
         s += &format!(
             "{:>6}  {:>10}  {:<width$}  {:>10}  {:>7}  {:>9}  {:<4}{seconds_header}\n",
             "budget", "bytes", "strategy", "peak", "% base", "overhead", "fits"
         );
-        for row in &self.rows {
+        for (i, row) in self.rows.iter().enumerate() {
             let c = &row.result;
             let peak = c.peak_bytes.map(|p| Bytes(p).to_string()).unwrap_or_else(|| "-".into());
             let percent =
@@ -132,6 +169,23 @@ impl SweepTable {
                 s += &format!("  ({note})");
             }
             s.push('\n');
+            let last_of_budget = self.rows.get(i + 1).is_none_or(|next| next.percent != row.percent);
+            if let (true, Some(bound)) = (last_of_budget, self.bound_at(row.percent)) {
+                let (overhead, fits) = match bound.status {
+                    crate::cost_bound::BoundStatus::Proven => (format!(">={:+.1}%", 100.0 * bound.overhead), "any"),
+                    crate::cost_bound::BoundStatus::Infeasible => ("-".to_string(), "none"),
+                };
+                let line = format!(
+                    "{:>6}  {:>10}  {:<width$}  {:>10}  {:>7}  {overhead:>9}  {fits:<4}",
+                    format!("{}%", row.percent),
+                    Bytes(row.budget_bytes).to_string(),
+                    CERTIFICATE,
+                    "-",
+                    "-",
+                );
+                s += line.trim_end();
+                s.push('\n');
+            }
         }
         s
     }
@@ -156,6 +210,25 @@ impl SweepTable {
                 if c.peak_bytes.is_some() { c.fits.to_string() } else { String::new() },
                 format!("{:.3}", c.seconds),
                 c.note().unwrap_or_default(),
+            ];
+            let fields: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+            s += &fields.join(",");
+            s.push('\n');
+        }
+        // The certificate's rows: its cost is the least any schedule within the budget costs.
+        for (percent, bound) in &self.bounds {
+            let proven = bound.status == crate::cost_bound::BoundStatus::Proven;
+            let fields = [
+                percent.to_string(),
+                bound.budget.to_string(),
+                CERTIFICATE.to_string(),
+                String::new(),
+                String::new(),
+                if proven { (self.baseline_cost + bound.cost).to_string() } else { String::new() },
+                if proven { format!("{:.6}", bound.overhead) } else { String::new() },
+                String::new(),
+                format!("{:.3}", bound.seconds),
+                if proven { "proven lower bound".to_string() } else { "no schedule fits".to_string() },
             ];
             let fields: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
             s += &fields.join(",");
@@ -220,6 +293,30 @@ mod tests {
         let strategies: Vec<&dyn Planner> =
             ["none", "greedy", "treewidth"].iter().filter_map(|n| strategy(n)).collect();
         sweep(&graph, &order, &[100.0, 60.0, 1.0], &strategies, &PlannerOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn certified_sweeps_add_the_bound_below_each_budget() {
+        let graph = FeedForward::mlp(6).generate();
+        let order = graph.topological_schedule();
+        let mut t = table();
+        t.certify(&graph, &order, 10.0);
+        assert_eq!(t.bounds.iter().map(|b| b.0).collect::<Vec<_>>(), [100.0, 60.0, 1.0]);
+        let text = t.to_table("f", true);
+        let lines: Vec<&str> = text.lines().collect();
+        // Header, column names, then per budget three strategies and the certificate.
+        assert!(lines[5].contains("certificate") && lines[5].contains(">=+0.0%"), "{text}");
+        assert!(lines[9].starts_with("   60%") && lines[9].contains("certificate"), "{text}");
+        // At 1 % nothing fits: below the peak lower bound every anchor's footprint is over.
+        assert!(lines[13].starts_with("    1%") && lines[13].ends_with("none"), "{text}");
+        let csv = t.to_csv();
+        assert_eq!(csv.lines().filter(|l| l.contains(",certificate,")).count(), 3, "{csv}");
+        // The bound is never above a plan within its budget.
+        for (percent, bound) in &t.bounds {
+            for row in t.rows.iter().filter(|r| r.percent == *percent && r.result.fits) {
+                assert!(bound.cost <= row.result.cost.unwrap() - t.baseline_cost + 1e-6, "{percent}%: {bound:?}");
+            }
+        }
     }
 
     #[test]

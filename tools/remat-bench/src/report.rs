@@ -99,6 +99,7 @@ pub fn write(dir: &Path, output: &Path, commit: &str, machine: &str, minutes: Op
     let mut md = String::new();
     header(&mut md, &rel, commit, machine, minutes, &sweep, &times);
     winners(&mut md, &sweep);
+    certified_distance(&mut md, &sweep);
     ilp_distance(&mut md, &sweep);
     measured(&mut md, &sweep);
     if let Some(a) = &alternatives {
@@ -220,6 +221,53 @@ fn winners(md: &mut String, sweep: &SweepDoc) {
     wins.sort_by_key(|w| std::cmp::Reverse(w.1));
     let counts: Vec<String> = wins.iter().map(|(s, n)| format!("{s} {n}")).collect();
     let _ = writeln!(md, "\nCheapest within budget, counted over models and budgets: {}.\n", counts.join(", "));
+}
+
+/// The cheapest plan within each budget beside the certificate's proven least overhead.
+fn certified_distance(md: &mut String, sweep: &SweepDoc) {
+    if sweep.bounds.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "## How far the cheapest plan is from the proven bound
+
+         The cheapest plan within each budget (as above) and the least overhead any schedule within it \
+         needs, proven by `--certify` (docs/memory-model.md, \"The recomputation lower bound\"): `plan / bound`; \
+         `—`: no strategy fits; `infeasible`: no schedule fits.\n"
+    );
+    let _ = write!(md, "| model |");
+    for p in &sweep.budgets {
+        let _ = write!(md, " {} |", percent_label(*p));
+    }
+    let _ = writeln!(md, "\n|---|{}", "---:|".repeat(sweep.budgets.len()));
+    let (mut cells, mut within_one, mut within_five) = (0, 0, 0);
+    for model in models(sweep) {
+        let _ = write!(md, "| {model} |");
+        for &p in &sweep.budgets {
+            let bound = sweep.bounds.iter().find(|b| b.model == model && b.percent == p);
+            let best = crate::sweep::cheapest_fit(rows(sweep, &model).filter(|r| r.percent == p));
+            let cell = match (best.and_then(|r| r.plan.overhead()), bound) {
+                (_, Some(b)) if b.status == "infeasible" => "infeasible".to_string(),
+                (Some(plan), Some(b)) => {
+                    cells += 1;
+                    let gap = 100.0 * (plan - b.overhead);
+                    within_one += usize::from(gap <= 1.0 + 1e-9);
+                    within_five += usize::from(gap <= 5.0 + 1e-9);
+                    format!("{} / {}", pct(plan), pct(b.overhead))
+                }
+                (None, Some(b)) => format!("— / {}", pct(b.overhead)),
+                (Some(plan), None) => format!("{} / ?", pct(plan)),
+                (None, None) => "—".to_string(),
+            };
+            let _ = write!(md, " {cell} |");
+        }
+        let _ = writeln!(md);
+    }
+    let _ = writeln!(
+        md,
+        "\nOf {cells} budgets with a plan, the cheapest is within 1 point of the bound at {within_one} and within 5 points at {within_five}.\n"
+    );
 }
 
 /// Each heuristic's overhead beside the ILP's, where the ILP has a plan.
@@ -701,6 +749,7 @@ mod tests {
     use super::*;
     use crate::child::PlanOutcome;
     use crate::planner_time::TimeRow;
+    use crate::sweep::BoundRow;
 
     fn plan(peak: Option<u64>, cost: f64, fits: bool) -> PlanOutcome {
         PlanOutcome {
@@ -740,6 +789,22 @@ mod tests {
             strategies: vec!["none".into(), "greedy".into(), "treewidth".into()],
             time_limit: 5.0,
             targeted_strategies: Vec::new(),
+            bounds: vec![
+                BoundRow {
+                    model: "m.linalg".into(),
+                    percent: 100.0,
+                    status: "proven".into(),
+                    overhead: 0.0,
+                    seconds: 0.0,
+                },
+                BoundRow {
+                    model: "m.linalg".into(),
+                    percent: 60.0,
+                    status: "proven".into(),
+                    overhead: 0.15,
+                    seconds: 0.0,
+                },
+            ],
             rows: vec![
                 sweep_row("none", 100.0, plan(Some(100), 10.0, true), Some(100)),
                 sweep_row("greedy", 100.0, plan(Some(100), 10.0, true), None),
@@ -776,6 +841,14 @@ mod tests {
         assert!(md.contains("at commit `abc1234` on a test machine"), "{md}");
         // At 60 % greedy (+20 %) beats treewidth (+50 %); none does not fit.
         assert!(md.contains("| m.linalg | 10 | 100 B | none +0.0% | greedy +20.0% |"), "{md}");
+        // Greedy's +20 % is 5 points above the proven +15 %.
+        assert!(md.contains("| m.linalg | +0.0% / +0.0% | +20.0% / +15.0% |"), "{md}");
+        assert!(
+            md.contains(
+                "Of 2 budgets with a plan, the cheapest is within 1 point of the bound at 1 and within 5 points at 2."
+            ),
+            "{md}"
+        );
         assert!(md.contains("**2 of 2 runs measured exactly the planned peak**, and 2 computed outputs"), "{md}");
         assert!(md.contains("Runs that failed: none."), "{md}");
         assert!(md.contains("| none | over 100% |") || md.contains("| none | +0.0% (0.50s) | over 100% |"), "{md}");

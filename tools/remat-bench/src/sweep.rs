@@ -73,6 +73,22 @@ pub struct SweepDoc {
     #[serde(default)]
     pub targeted_strategies: Vec<String>,
     pub rows: Vec<SweepRow>,
+    /// The certificate at each model's budgets (`remat_planners::cost_bound`).
+    #[serde(default)]
+    pub bounds: Vec<BoundRow>,
+}
+
+/// The proven least recomputation of any schedule of a model within a budget.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BoundRow {
+    pub model: String,
+    /// The budget, in percent of the input order's peak.
+    pub percent: f64,
+    /// `proven`, or `infeasible` when no schedule fits.
+    pub status: String,
+    /// The least `recompute_overhead` of any schedule within the budget.
+    pub overhead: f64,
+    pub seconds: f64,
 }
 
 /// The tools that turn an MLIR step into a measured run.
@@ -125,6 +141,7 @@ pub fn run(
         time_limit,
         targeted_strategies,
         rows: Vec::new(),
+        bounds: Vec::new(),
     };
     for input in inputs {
         let model = model_name(input);
@@ -145,8 +162,32 @@ pub fn run(
         } else {
             None
         };
+        // The certificate runs here, not in a child: it is one function of the graph, and
+        // stops at the time limit itself.
+        let certified = crate::reforward::load(&graph.to_string_lossy()).map(|(_, g)| {
+            let order = g.topological_schedule();
+            let baseline_peak = remat_graph::simulate(&g, &order).map_or(0, |s| s.peak_bytes);
+            (g, order, baseline_peak)
+        });
         let mut out_of_time: Vec<&str> = Vec::new();
         for &percent in budgets {
+            if let Ok((g, order, baseline_peak)) = &certified {
+                let budget = remat_graph::units::Budget::PercentOfBaseline(percent).resolve(*baseline_peak);
+                let deadline = remat_planners::Deadline::after(time_limit);
+                let bound = remat_planners::cost_bound::recompute_lower_bound(g, order, budget, deadline);
+                eprintln!(
+                    "sweep: {model} certificate {percent}%: {} +{:.2}%",
+                    bound.status.name(),
+                    100.0 * bound.overhead
+                );
+                doc.bounds.push(BoundRow {
+                    model: model.clone(),
+                    percent,
+                    status: bound.status.name().to_string(),
+                    overhead: bound.overhead,
+                    seconds: bound.seconds,
+                });
+            }
             let first = doc.rows.len();
             for s in strategies {
                 // A strategy out of time at one budget is not run at the next (smaller, and

@@ -630,8 +630,11 @@ fn run_sweep(
     order: &[NodeId],
 ) -> Result<Processed, String> {
     let progress = Progress::start(format!("sweeping {function}"), None);
-    let table = sweep::sweep(graph, order, &request.percents, &request.strategies, &options.planner)
+    let mut table = sweep::sweep(graph, order, &request.percents, &request.strategies, &options.planner)
         .map_err(|e| e.to_string())?;
+    if options.certify {
+        table.certify(graph, order, options.planner.time_limit);
+    }
     drop(progress);
     Ok(Processed {
         output: table.to_table(function, false).into_bytes(),
