@@ -2,7 +2,7 @@
 //! certificate).
 //!
 //! **The anchor argument.** Take any non-argument node `x` and the step `t` of its first
-//! execution in some valid schedule (the [memory model](../../../docs/memory-model.md)). Every
+//! execution in some valid schedule (docs/memory-model.md, "The recomputation lower bound"). Every
 //! ancestor of `x` has run before `t`, every descendant of `x` runs after it. So a value `v`
 //! that is an ancestor of `x` and is read by a descendant of `x` (or is an output) must exist
 //! after `t`: either an instance of it is resident at `t`, or `v` runs again after `t`. A run
@@ -25,9 +25,11 @@
 //!
 //! The bound is the largest over the anchors tried. Only steps whose input-order bytes exceed
 //! the budget can give a positive one (in the input order every needed value and the footprint
-//! are resident at `x`'s step), so those are the candidates, the fullest first, until the
-//! deadline. Values that are neither ancestors nor descendants of `x`, recomputations before
-//! `t`, and repeated recomputations are not counted: the bound is sound, not tight.
+//! are resident at `x`'s step), so those are the candidates: the fullest first, alternating
+//! with an even spread over the order, each started from the best anchor's multiplier, until
+//! `PATIENCE` anchors in a row gain nothing or the deadline passes. Values that are neither
+//! ancestors nor descendants of `x`, recomputations before `t`, and repeated recomputations are
+//! not counted: the bound is sound, not tight.
 //!
 //! It holds for the whole memory model without host transfers: views are counted at their
 //! storage roots, a node that may take a dying input's buffer counts it once, a fused

@@ -230,8 +230,7 @@ fn certified_distance(md: &mut String, sweep: &SweepDoc) {
     }
     let _ = writeln!(
         md,
-        "## How far the cheapest plan is from the proven bound
-
+        "## How far the cheapest plan is from the proven bound\n\n\
          The cheapest plan within each budget (as above) and the least overhead any schedule within it \
          needs, proven by `--certify` (docs/memory-model.md, \"The recomputation lower bound\"): `plan / bound`; \
          `—`: no strategy fits; `infeasible`: no schedule fits.\n"
@@ -841,6 +840,7 @@ mod tests {
         assert!(md.contains("at commit `abc1234` on a test machine"), "{md}");
         // At 60 % greedy (+20 %) beats treewidth (+50 %); none does not fit.
         assert!(md.contains("| m.linalg | 10 | 100 B | none +0.0% | greedy +20.0% |"), "{md}");
+        assert!(md.contains("proven bound\n\nThe cheapest plan within each budget"), "{md}");
         // Greedy's +20 % is 5 points above the proven +15 %.
         assert!(md.contains("| m.linalg | +0.0% / +0.0% | +20.0% / +15.0% |"), "{md}");
         assert!(
