@@ -79,8 +79,7 @@ pub fn plan_graph(
     let plan = match plan_within_budget(planner, graph, order, budget, &options.planner) {
         Err(remat_planners::PlanFailure::Infeasible(mut infeasible)) if options.certify => {
             // Whether any schedule at all fits: the certificate may prove that none does.
-            let deadline = remat_planners::Deadline::after(options.planner.time_limit);
-            let bound = remat_planners::cost_bound::recompute_lower_bound(graph, order, infeasible.budget, deadline);
+            let bound = certificate(graph, order, infeasible.budget, options);
             if bound.status == remat_planners::cost_bound::BoundStatus::Infeasible {
                 infeasible.proven_infeasible_at = bound.anchor.map(|(_, name)| name);
             }
@@ -106,9 +105,18 @@ fn certify(
     if !options.certify || !plan.details.transfers.is_empty() {
         return None;
     }
-    let budget = budget.unwrap_or(plan.simulation.peak_bytes);
+    Some(certificate(graph, order, budget.unwrap_or(plan.simulation.peak_bytes), options))
+}
+
+/// The certificate at `budget` bytes, its search within the planning time limit.
+fn certificate(
+    graph: &remat_graph::Graph,
+    order: &[remat_graph::NodeId],
+    budget: u64,
+    options: &RematOptions,
+) -> remat_planners::cost_bound::CostBound {
     let deadline = remat_planners::Deadline::after(options.planner.time_limit);
-    Some(remat_planners::cost_bound::recompute_lower_bound(graph, order, budget, deadline))
+    remat_planners::cost_bound::recompute_lower_bound(graph, order, budget, deadline)
 }
 
 /// Reads the schedule JSON `path` for the `schedule` option, which takes no strategy.
