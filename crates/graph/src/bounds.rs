@@ -20,9 +20,7 @@ pub fn lower_bound(graph: &Graph) -> u64 {
         if node.argument {
             continue;
         }
-        let shared = node.reuses.filter(|&input| !graph.node(input).output).map_or(0, |input| graph.node(input).bytes);
-        let mut footprint =
-            step_bytes(graph, id, graph.preds(id).iter().copied(), &mut roots) - shared + node.workspace;
+        let mut footprint = unfused_footprint(graph, id, &mut roots);
         // Run fused with a recomputation of an input, it reads that input's inputs instead
         // (and writes a buffer of its own); the input's own step keeps its term.
         for &fused in &node.fuses {
@@ -36,6 +34,15 @@ pub fn lower_bound(graph: &Graph) -> u64 {
     outputs.sort();
     outputs.dedup();
     best.max(resident_bytes(graph, &outputs))
+}
+
+/// The bytes resident at any step that executes `id` unfused: the storage behind its result and
+/// its inputs (each storage root once, arguments excluded), an input it may take the buffer of
+/// counted once, and its workspace. `roots` is left holding those storage roots (result first).
+pub fn unfused_footprint(graph: &Graph, id: NodeId, roots: &mut Vec<NodeId>) -> u64 {
+    let node = graph.node(id);
+    let shared = node.reuses.filter(|&input| !graph.node(input).output).map_or(0, |input| graph.node(input).bytes);
+    step_bytes(graph, id, graph.preds(id).iter().copied(), roots) - shared + node.workspace
 }
 
 /// The bytes behind `id`'s result and `inputs` (each storage root once, arguments excluded);

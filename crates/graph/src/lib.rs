@@ -29,7 +29,7 @@ mod simulate;
 pub mod training;
 pub mod units;
 
-pub use bounds::lower_bound;
+pub use bounds::{lower_bound, unfused_footprint};
 pub use dtrlog::{looks_like_dtr_log, read_dtr_log, DtrLogError, DtrLogErrorKind};
 pub use graph::{Graph, GraphBuilder, GraphError, Node, NodeId, NodeSpec};
 pub use simulate::{

@@ -40,7 +40,7 @@ mod maxflow;
 
 use crate::Deadline;
 use maxflow::FlowNetwork;
-use remat_graph::{simulate, Graph, NodeId};
+use remat_graph::{simulate, unfused_footprint, Graph, NodeId};
 use std::time::Instant;
 
 /// What the certificate proves.
@@ -175,7 +175,7 @@ fn search_order(candidates: &[(u64, NodeId)]) -> Vec<(u64, NodeId)> {
             if !std::mem::replace(&mut seen_spread[i], true) {
                 spread.push(i);
             }
-            i += step.max(1);
+            i += step;
         }
         if step == 1 {
             break;
@@ -363,18 +363,9 @@ fn anchor_problem(graph: &Graph, x: NodeId, budget: u64, scratch: &mut Scratch) 
         nodes.push(v);
         stack.extend(graph.preds(v).iter().copied());
     }
-    // The anchor's footprint, as `remat_graph::lower_bound` counts it without fusion.
-    let node = graph.node(x);
-    let mut footprint_roots = vec![graph.storage_root(x)];
-    for &p in graph.preds(x) {
-        let root = graph.storage_root(p);
-        if !footprint_roots.contains(&root) {
-            footprint_roots.push(root);
-        }
-    }
-    let resident: u64 = footprint_roots.iter().map(|&r| graph.node(r)).filter(|n| !n.argument).map(|n| n.bytes).sum();
-    let shared = node.reuses.filter(|&input| !graph.node(input).output).map_or(0, |input| graph.node(input).bytes);
-    let footprint = resident - shared + node.workspace;
+    // The anchor's footprint, as `remat_graph::lower_bound` counts it.
+    let mut footprint_roots = Vec::new();
+    let footprint = unfused_footprint(graph, x, &mut footprint_roots);
     if footprint > budget {
         return None;
     }
