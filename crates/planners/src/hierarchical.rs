@@ -23,11 +23,15 @@
 //! measured on the block's own sequence rather than the chain's sum of everything.
 //!
 //! Rockmate solves an ILP per block at several budgets for its menu; here the menu is the
-//! path of a greedy that starts from K = R and drops the kept value whose recomputation adds
-//! the least cost per byte it frees (on blocks with more than [`GREEDY_ROUNDS`] values, the
-//! best-scoring share of them per round; on blocks too large to score exactly, by a value's
-//! own cost per byte), down to K = ∅ — `jax.checkpoint`'s
-//! `nothing_saveable` for that block. Options dominated in (bytes, cost) are dropped and at
+//! path of a greedy that starts from K = R and drops the kept storage whose recomputation adds
+//! the least cost per byte it frees (on blocks with more than [`GREEDY_ROUNDS`] of them, the
+//! best-scoring share per round; on blocks too large to score exactly, by the values' own
+//! cost per byte), down to K = ∅ — `jax.checkpoint`'s `nothing_saveable` for that block.
+//! Bytes are counted by storage, as the memory model counts them: a kept view holds its
+//! source's buffer, so the values of R that share a buffer are kept or dropped together
+//! (counting a view as the zero bytes it owns had the DP keep, on an exported transformer,
+//! a 16 KiB buffer per block it thought free: at 18 % of the baseline its plans recomputed
+//! the forward from the start for each layer, +151 % where +22 % fits). Options dominated in (bytes, cost) are dropped and at
 //! most [`MAX_OPTIONS`] kept. K = R is the chain's F_all.
 //!
 //! # The dynamic program
@@ -47,12 +51,20 @@
 //! that does not. Each pass therefore runs with both roundings, and the measured plans
 //! compete like every other candidate.
 //!
+//! The backward term B_ℓ's transients come in two readings. The plain one holds a value the
+//! backward computes to its end whenever a node outside the backward reads it; the scoped
+//! one only when a node that runs later does (a lower block's backward) or it is a step
+//! output: a recomputed forward value that only the block's forward reads otherwise dies at
+//! its last reader ([`BlockOption::backward_overhead_scoped`]). The DP counting outputs runs
+//! with each (the scoped term is the one that matches the measure; the plain one's slack
+//! sometimes lands the search on a cheaper plan).
+//!
 //! The DP's terms still approximate the memory model (ā is held through the whole backward,
 //! gradients shared between blocks are counted per block), so, as the chain planner does,
 //! every candidate is lowered and measured with the memory model: the DP's budget is bisected
 //! for the largest one whose schedule fits the real budget, [`PROBES`] smaller DP budgets are
-//! tried too, and the cheapest measured schedule wins. A second pass leaves the outputs term
-//! out: less conservative, it reaches budgets the first cannot. Both passes run on each of
+//! tried too, and the cheapest measured schedule wins. A further pass leaves the outputs term
+//! out: less conservative, it reaches budgets the others cannot. These passes run on each of
 //! the step's chain views ([`ChainView::views`]: finer cuts where a stage lumps the layers;
 //! δ counting gradient stacks that views keep alive, which the plain δ misses for the whole
 //! backward; parameter updates deferred to the end of the backward, for optimizers whose
@@ -116,6 +128,10 @@ pub struct BlockOption {
     /// the peak of the values it computes (recomputed ones included), each alive until its
     /// last reader in the backward, or to its end when read later or a step output.
     pub backward_overhead: u64,
+    /// The same with a value the backward computes held to its end only when a node that runs
+    /// after it reads it (a lower block's backward) or it is a step output: a recomputed
+    /// forward value that a forward node not run again reads dies at its last reader here.
+    pub backward_overhead_scoped: u64,
     /// The same with the kept values freed at their last reader in the backward rather than
     /// held to its end, net of their bytes (so negative where the backward frees more of them
     /// than it adds): the tighter term the paired views' DP runs with ([`kept_freed_early`]).
@@ -144,9 +160,10 @@ pub struct Blocks {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Dp {
     /// The menus' DP, counting the step outputs each backward leaves resident or not, with
-    /// the plain backward term or the tight one ([`BlockOption::backward_overhead_net`]),
+    /// the plain backward term, the scoped one ([`BlockOption::backward_overhead_scoped`]) or
+    /// the tight one ([`BlockOption::backward_overhead_net`]),
     /// sizes in memory units rounded up or to the nearest ([`MenuDp::new`]).
-    Menus { outputs: bool, tight: bool, nearest: bool },
+    Menus { outputs: bool, tight: bool, scoped: bool, nearest: bool },
     /// The chain's own DP (rematerialization only).
     Chain,
 }
@@ -198,7 +215,7 @@ impl Blocks {
             return known.clone();
         }
         let ops = match dp {
-            Dp::Menus { outputs, tight, nearest } => {
+            Dp::Menus { outputs, tight, scoped, nearest } => {
                 let without;
                 let outputs = if outputs {
                     &self.outputs[..]
@@ -206,7 +223,7 @@ impl Blocks {
                     without = vec![0; self.outputs.len()];
                     &without[..]
                 };
-                MenuDp::new(self, outputs, dp_budget, tight, nearest).solve().map(|(ops, _)| ops)
+                MenuDp::new(self, outputs, dp_budget, tight, scoped, nearest).solve().map(|(ops, _)| ops)
             }
             Dp::Chain => crate::chain::dp::solve_remat_only(&self.view.chain, dp_budget, mem_slots).map(|plan| {
                 plan.ops
@@ -284,15 +301,18 @@ fn just_in_time(graph: &Graph, recompute: &[NodeId], backward: &[NodeId], schedu
 /// last reader in `sequence` (with `persist`: to the end when a node outside `sequence` reads
 /// it or it is a step output), leaving out those `skip` names. Views hold no bytes of their own.
 fn local_peak(graph: &Graph, sequence: &[NodeId], persist: bool, skip: impl Fn(NodeId) -> bool) -> u64 {
-    peak_with_incoming(graph, sequence, persist, skip, &[], |_| false)
+    peak_with_incoming(graph, sequence, persist, |_| true, skip, &[], |_| false)
 }
 
 /// [`local_peak`] with values made before `sequence` that it reads (`incoming`) alive from its
-/// start to their last reader in it, or to its end where `persists` says so.
+/// start to their last reader in it, or to its end where `persists` says so; with `persist`, a
+/// value `sequence` computes is held to its end when a node outside it that `runs_later`
+/// reads it.
 fn peak_with_incoming(
     graph: &Graph,
     sequence: &[NodeId],
     persist: bool,
+    runs_later: impl Fn(NodeId) -> bool,
     skip: impl Fn(NodeId) -> bool,
     incoming: &[NodeId],
     persists: impl Fn(NodeId) -> bool,
@@ -312,7 +332,7 @@ fn peak_with_incoming(
         if node.view_of.is_some() || skip(v) {
             continue;
         }
-        let outside = node.output || graph.succs(v).iter().any(|s| !at.contains_key(s));
+        let outside = node.output || graph.succs(v).iter().any(|s| !at.contains_key(s) && runs_later(*s));
         let end = if persist && outside {
             sequence.len()
         } else {
@@ -338,23 +358,33 @@ fn peak_with_incoming(
 /// last, reading every block's gradients) thus frees those bytes for what it computes after.
 /// Used on chain views with deferred updates, where that is the last block's whole story;
 /// elsewhere the plain [`local_peak`], whose looser term the DP's other terms were tuned
-/// beside (tighter everywhere, it lost the 20 % plan of an 8-layer LM).
-fn backward_peak(graph: &Graph, view: &ChainView, k: usize, sequence: &[NodeId]) -> u64 {
+/// beside (tighter everywhere, it lost the 20 % plan of an 8-layer LM). `scoped`: values the
+/// sequence computes persist only for a lower block's backward (see
+/// [`BlockOption::backward_overhead_scoped`]).
+fn backward_peak(graph: &Graph, view: &ChainView, k: usize, sequence: &[NodeId], scoped: bool) -> u64 {
     let later: HashSet<NodeId> = view.backward[k + 1..].iter().flatten().copied().collect();
     let mut incoming: Vec<NodeId> =
         sequence.iter().flat_map(|&v| graph.preds(v).iter().copied()).filter(|p| later.contains(p)).collect();
     incoming.sort();
     incoming.dedup();
-    peak_beyond_incoming(graph, view, k, sequence, &incoming)
+    peak_beyond_incoming(graph, view, k, sequence, &incoming, scoped)
 }
 
 /// The peak bytes of block `k`'s backward `sequence` (0-based) with `incoming` values alive
 /// from its start to their last reader in it (to its end when a lower block's backward reads
-/// one, or it is a step output), less their bytes.
-fn peak_beyond_incoming(graph: &Graph, view: &ChainView, k: usize, sequence: &[NodeId], incoming: &[NodeId]) -> u64 {
+/// one, or it is a step output), less their bytes; `scoped` as [`backward_peak`] has it.
+fn peak_beyond_incoming(
+    graph: &Graph,
+    view: &ChainView,
+    k: usize,
+    sequence: &[NodeId],
+    incoming: &[NodeId],
+    scoped: bool,
+) -> u64 {
     let lower: HashSet<NodeId> = view.backward[..k].iter().flatten().copied().collect();
     let persists = |x: NodeId| graph.node(x).output || graph.succs(x).iter().any(|s| lower.contains(s));
-    let peak = peak_with_incoming(graph, sequence, true, |_| false, incoming, persists);
+    let peak =
+        peak_with_incoming(graph, sequence, true, |s| !scoped || lower.contains(&s), |_| false, incoming, persists);
     peak.saturating_sub(incoming.iter().map(|&x| graph.node(x).bytes).sum())
 }
 
@@ -371,7 +401,6 @@ fn menu(graph: &Graph, view: &ChainView, k: usize, deadline: Deadline) -> Vec<Bl
         forward.iter().map(|&v| graph.preds(v).iter().filter_map(|p| local.get(p).copied()).collect()).collect();
     let output = f - 1;
     let read: Vec<usize> = view.stored[k][1..].iter().filter_map(|v| local.get(v).copied()).collect();
-    let bytes = |i: usize| graph.node(forward[i]).bytes;
     let cost = |i: usize| graph.node(forward[i]).cost;
     // The nodes to run again when `keep` is kept: every read value not kept, and what it needs
     // that is neither kept nor the block's output.
@@ -392,16 +421,20 @@ fn menu(graph: &Graph, view: &ChainView, k: usize, deadline: Deadline) -> Vec<Bl
         need
     };
     let total = |need: &[bool]| (0..f).filter(|&i| need[i]).map(cost).sum::<f64>();
-    // What dropping kept value `r` adds to the recomputation `need` of `keep`: `r` and what it
-    // needs that is neither kept, nor the output, nor needed already. `rerun`'s closure only
-    // grows by what it reaches from `r`, so this walks that alone rather than the block
-    // (a walk of the block per candidate made menus quadratic in a block's size).
+    // What dropping kept values `drop` adds to the recomputation `need` of `keep`: them and
+    // what they need that is neither kept, nor the output, nor needed already. `rerun`'s
+    // closure only grows by what it reaches from them, so this walks that alone rather than
+    // the block (a walk of the block per candidate made menus quadratic in a block's size).
     let (mut mark, mut walk, mut stack) = (vec![0usize; f], 0usize, Vec::new());
-    let mut added_by_dropping = |r: usize, need: &[bool], keep: &[bool]| {
+    let mut added_by_dropping = |drop: &[usize], need: &[bool], keep: &[bool]| {
         walk += 1;
         let mut added = 0.0;
-        mark[r] = walk;
-        stack.push(r);
+        for &r in drop {
+            if mark[r] != walk && !need[r] {
+                mark[r] = walk;
+                stack.push(r);
+            }
+        }
         while let Some(i) = stack.pop() {
             added += cost(i);
             for &p in &preds[i] {
@@ -413,18 +446,45 @@ fn menu(graph: &Graph, view: &ChainView, k: usize, deadline: Deadline) -> Vec<Bl
         }
         added
     };
-    let kept_bytes = |keep: &[bool]| read.iter().filter(|&&r| keep[r]).map(|&r| bytes(r)).sum::<u64>();
+    // A kept value holds its storage: a view keeps its source's buffer. The read values by the
+    // storage they hold, the block's input and output aside (a holds the one, the next block's
+    // a the other) and arguments (never freed): keeping any value of a group holds its bytes,
+    // and only dropping all of them frees those.
+    let input_root = (k > 0).then(|| graph.storage_root(*view.forward[k - 1].last().expect("stages are not empty")));
+    let output_root = graph.storage_root(forward[output]);
+    let mut groups: Vec<(u64, Vec<usize>)> = Vec::new();
+    let mut group_of_root: HashMap<NodeId, usize> = HashMap::new();
+    for &r in &read {
+        let root = graph.storage_root(forward[r]);
+        if graph.node(root).argument || root == output_root || Some(root) == input_root {
+            continue;
+        }
+        let g = *group_of_root.entry(root).or_insert_with(|| {
+            groups.push((graph.node(root).bytes, Vec::new()));
+            groups.len() - 1
+        });
+        groups[g].1.push(r);
+    }
+    let kept_bytes = |keep: &[bool]| {
+        groups.iter().filter(|(_, members)| members.iter().any(|&r| keep[r])).map(|(bytes, _)| bytes).sum::<u64>()
+    };
     let mut keep = vec![false; f];
     for &r in &read {
         keep[r] = true;
     }
     // The path as (what is kept, its bytes, its recomputation's cost).
     let mut path = vec![(keep.clone(), kept_bytes(&keep), 0.0)];
-    let per_round = read.len().div_ceil(GREEDY_ROUNDS).max(1);
+    let per_round = groups.len().div_ceil(GREEDY_ROUNDS).max(1);
     while !deadline.expired() {
-        // Score each kept value by the recomputation its drop adds per byte it frees.
-        let candidates: Vec<usize> =
-            read.iter().copied().filter(|&r| keep[r] && bytes(r) > 0 && graph.node(forward[r]).pure).collect();
+        // Score each kept storage by the recomputation its drop adds per byte it frees.
+        let candidates: Vec<usize> = (0..groups.len())
+            .filter(|&g| {
+                let (bytes, members) = &groups[g];
+                *bytes > 0
+                    && members.iter().any(|&r| keep[r])
+                    && members.iter().all(|&r| !keep[r] || graph.node(forward[r]).pure)
+            })
+            .collect();
         if candidates.is_empty() {
             break;
         }
@@ -434,14 +494,19 @@ fn menu(graph: &Graph, view: &ChainView, k: usize, deadline: Deadline) -> Vec<Bl
         let need = if exact { rerun(&keep) } else { Vec::new() };
         let mut scored: Vec<(f64, usize)> = candidates
             .into_iter()
-            .map(|r| {
-                let added = if exact { added_by_dropping(r, &need, &keep) } else { cost(r) };
-                (added / bytes(r) as f64, r)
+            .map(|g| {
+                let (bytes, members) = &groups[g];
+                let kept: Vec<usize> = members.iter().copied().filter(|&r| keep[r]).collect();
+                let added =
+                    if exact { added_by_dropping(&kept, &need, &keep) } else { kept.iter().map(|&r| cost(r)).sum() };
+                (added / *bytes as f64, g)
             })
             .collect();
         scored.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
-        for &(_, r) in scored.iter().take(per_round) {
-            keep[r] = false;
+        for &(_, g) in scored.iter().take(per_round) {
+            for &r in &groups[g].1 {
+                keep[r] = false;
+            }
         }
         path.push((keep.clone(), kept_bytes(&keep), total(&rerun(&keep))));
     }
@@ -466,16 +531,27 @@ fn menu(graph: &Graph, view: &ChainView, k: usize, deadline: Deadline) -> Vec<Bl
             let recompute: Vec<NodeId> = (0..f).filter(|&i| need[i]).map(|i| forward[i]).collect();
             let mut sequence = Vec::new();
             just_in_time(graph, &recompute, &view.backward[k], &mut sequence);
-            let skipped: HashSet<NodeId> = kept_nodes.iter().copied().chain([forward[output]]).collect();
+            // What the forward keeps is in ā, views' sources included.
+            let skipped: HashSet<NodeId> = kept_nodes
+                .iter()
+                .flat_map(|&v| [v, graph.storage_root(v)])
+                .chain([forward[output], output_root])
+                .collect();
+            let lower: HashSet<NodeId> = view.backward[..k].iter().flatten().copied().collect();
+            let backward_overhead = |scoped: bool| {
+                if view.deferred_updates {
+                    backward_peak(graph, view, k, &sequence, scoped)
+                } else {
+                    let runs_later = |s: NodeId| !scoped || lower.contains(&s);
+                    peak_with_incoming(graph, &sequence, true, runs_later, |_| false, &[], |_| false)
+                }
+                .saturating_sub(view.chain.delta(k))
+            };
             BlockOption {
                 a_bar: view.chain.stages[k].a + kept,
                 forward_overhead: local_peak(graph, forward, false, |v| skipped.contains(&v)),
-                backward_overhead: if view.deferred_updates {
-                    backward_peak(graph, view, k, &sequence)
-                } else {
-                    local_peak(graph, &sequence, true, |_| false)
-                }
-                .saturating_sub(view.chain.delta(k)),
+                backward_overhead: backward_overhead(false),
+                backward_overhead_scoped: backward_overhead(true),
                 backward_overhead_net: kept_freed_early(graph, view, k, &sequence, &kept_nodes),
                 recompute,
                 recompute_cost,
@@ -493,7 +569,7 @@ fn menu(graph: &Graph, view: &ChainView, k: usize, deadline: Deadline) -> Vec<Bl
 /// less than ā plus [`local_peak`] (resnet-small at 80 %: the option that recomputes the stem
 /// late, as the ILP's optimum does, peaks at 5308676 B, where ā + that term says 7.3 MiB).
 fn kept_freed_early(graph: &Graph, view: &ChainView, k: usize, sequence: &[NodeId], kept: &[NodeId]) -> i64 {
-    peak_beyond_incoming(graph, view, k, sequence, kept) as i64 - view.chain.delta(k) as i64
+    peak_beyond_incoming(graph, view, k, sequence, kept, false) as i64 - view.chain.delta(k) as i64
 }
 
 /// One operation of a block schedule (blocks 1..=L+1, L+1 the loss; options index the
@@ -549,7 +625,7 @@ struct MenuDp {
 const SPLIT: u32 = 1 << 16;
 
 impl MenuDp {
-    fn new(blocks: &Blocks, outputs: &[u64], budget: u64, tight: bool, nearest: bool) -> MenuDp {
+    fn new(blocks: &Blocks, outputs: &[u64], budget: u64, tight: bool, scoped: bool, nearest: bool) -> MenuDp {
         let (chain, menus) = (&blocks.view.chain, &blocks.menus[..]);
         let l = chain.len();
         // The exact unit (the gcd of every size) when the budget is at most `SLOTS` of them.
@@ -581,6 +657,8 @@ impl MenuDp {
                             } else {
                                 -((net.unsigned_abs() / unit) as i64)
                             }
+                        } else if scoped {
+                            q(o.backward_overhead_scoped)
                         } else {
                             q(o.backward_overhead)
                         },
@@ -863,9 +941,9 @@ impl HierarchicalRemat {
     }
 
     /// Of every view's plans within `budget`, the one cheapest once polished. Per view: the
-    /// menus' DP counting the step outputs each backward leaves resident; the same without
-    /// them (its other terms over-estimate, so it reaches lower budgets); the chain DP's own
-    /// plan. Per paired view, only the menus' DP with the tight term, outputs left out.
+    /// menus' DP counting the step outputs each backward leaves resident, with the scoped
+    /// backward term and with the plain one; the same without them (its other terms
+    /// over-estimate, so it reaches lower budgets); the chain DP's own plan. Per paired view, only the menus' DP with the tight term, outputs left out.
     /// Polishing can reverse their raw order, so they are ranked polished.
     fn best_within(all: &[Blocks], graph: &Graph, budget: u64, options: &crate::PlannerOptions) -> Option<Chosen> {
         let deadline = options.deadline;
@@ -873,13 +951,25 @@ impl HierarchicalRemat {
         for blocks in all {
             let menu_options = blocks.menus.iter().map(Vec::len).sum();
             // Paired views exist for what only the tight term sees (see `kept_freed_early`).
-            let passes: &[(bool, bool)] =
-                if blocks.paired { &[(false, true)] } else { &[(true, false), (false, false)] };
-            let dps = passes
-                .iter()
-                .flat_map(|&(outputs, tight)| [false, true].map(|nearest| Dp::Menus { outputs, tight, nearest }));
+            let passes: &[(bool, bool, bool)] = if blocks.paired {
+                &[(false, true, false)]
+            } else {
+                &[(true, false, true), (true, false, false), (false, false, false)]
+            };
+            let dps = passes.iter().flat_map(|&(outputs, tight, scoped)| {
+                [false, true].map(|nearest| Dp::Menus { outputs, tight, scoped, nearest })
+            });
             for dp in dps {
                 if let Some(candidate) = Self::plan_at(blocks, dp, graph, budget, deadline) {
+                    tracing::debug!(
+                        blocks = blocks.view.chain.len(),
+                        paired = blocks.paired,
+                        deferred = blocks.view.deferred_updates,
+                        ?dp,
+                        dp_budget = candidate.dp_budget,
+                        cost = candidate.cost,
+                        "hierarchical candidate"
+                    );
                     candidates.push((candidate, blocks.view.chain.len(), menu_options));
                 }
             }
@@ -1014,9 +1104,54 @@ mod tests {
         let mut sequence = Vec::new();
         just_in_time(&graph, &option.recompute, &view.backward[0], &mut sequence);
         let plain = local_peak(&graph, &sequence, true, |_| false);
-        let consumed = backward_peak(&graph, &view, 0, &sequence);
+        let consumed = backward_peak(&graph, &view, 0, &sequence, false);
         assert!(consumed < plain, "{consumed} < {plain}");
         assert_eq!(option.backward_overhead, consumed.saturating_sub(view.chain.delta(0)));
+    }
+
+    /// Three layers, each computing `t` (256 bytes), a view of it, and the layer's output from
+    /// the view and the layer's input (so that the layer is one block); each layer's backward
+    /// reads the view alone.
+    fn layers_read_back_through_views() -> Graph {
+        use remat_graph::{GraphBuilder, NodeSpec};
+        let mut b = GraphBuilder::new();
+        let mut h = b.add(NodeSpec::argument("x", 64), &[]);
+        let mut views = Vec::new();
+        for _ in 0..3 {
+            let t = b.add(NodeSpec::op("t", 256, 1.0), &[h]);
+            let view = b.add(NodeSpec::op("view", 0, 0.0).view_of(t), &[t]);
+            h = b.add(NodeSpec::op("h", 64, 1.0), &[view, h]);
+            views.push(view);
+        }
+        let mut g = b.add(NodeSpec::op("loss", 4, 1.0), &[h]);
+        for &view in views.iter().rev() {
+            g = b.add(NodeSpec::op("g", 64, 1.0).backward(true), &[g, view]);
+        }
+        b.finish().unwrap()
+    }
+
+    #[test]
+    fn a_kept_view_holds_its_sources_bytes_and_dropping_it_frees_them() {
+        let graph = layers_read_back_through_views();
+        let order = graph.topological_schedule();
+        let blocks = Blocks::of(&graph, &order, Deadline::NONE);
+        let layers: Vec<&Vec<BlockOption>> =
+            blocks.menus.iter().filter(|m| m.iter().any(|o| !o.kept.is_empty())).collect();
+        // The first layer reads an argument, which cuts nothing: its nodes are stages of their
+        // own. The other two are a block each.
+        assert_eq!(layers.len(), 2, "each layer's block keeps its view in its first option");
+        for menu in layers {
+            let (all, none) = (&menu[0], menu.last().unwrap());
+            // Keeping the view holds `t`'s buffer: 256 bytes beyond the block's input.
+            assert_eq!(all.a_bar, none.a_bar + 256, "{menu:?}");
+            assert!(none.kept.is_empty() && none.recompute.len() == 2, "{none:?}");
+        }
+        let baseline = simulate(&graph, &order).unwrap().peak_bytes;
+        let options = crate::PlannerOptions::default();
+        // Half the baseline: both blocks' `t` and view recomputed in their backward.
+        let plan = crate::measure_plan(&HierarchicalRemat, &graph, &order, Some(baseline / 2), &options).unwrap();
+        assert!(plan.simulation.peak_bytes <= baseline / 2, "{} of {baseline}", plan.simulation.peak_bytes);
+        assert_eq!(plan.simulation.recomputations, 4);
     }
 
     #[test]
@@ -1085,10 +1220,11 @@ mod tests {
         let budget = simulate(&graph, &order).unwrap().peak_bytes * 6 / 10;
         let kinds = [
             Dp::Chain,
-            Dp::Menus { outputs: true, tight: false, nearest: false },
-            Dp::Menus { outputs: false, tight: false, nearest: false },
-            Dp::Menus { outputs: false, tight: true, nearest: false },
-            Dp::Menus { outputs: true, tight: false, nearest: true },
+            Dp::Menus { outputs: true, tight: false, scoped: true, nearest: false },
+            Dp::Menus { outputs: true, tight: false, scoped: false, nearest: false },
+            Dp::Menus { outputs: false, tight: false, scoped: false, nearest: false },
+            Dp::Menus { outputs: false, tight: true, scoped: false, nearest: false },
+            Dp::Menus { outputs: true, tight: false, scoped: true, nearest: true },
         ];
         let warmed = Blocks::of(&graph, &order, Deadline::NONE);
         let mut differ = 0;
