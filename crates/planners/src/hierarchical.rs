@@ -186,7 +186,9 @@ impl Blocks {
 
     /// The blocks of one chain view (see [`ChainView::views`]) with their menus.
     pub fn from_view(graph: &Graph, view: ChainView, deadline: Deadline) -> Blocks {
-        let menus: Vec<Vec<BlockOption>> = (0..view.chain.len()).map(|k| menu(graph, &view, k, deadline)).collect();
+        let stages = BackwardStages::of(graph, &view);
+        let menus: Vec<Vec<BlockOption>> =
+            (0..view.chain.len()).map(|k| menu(graph, &view, &stages, k, deadline)).collect();
         for (k, m) in menus.iter().enumerate() {
             let least = |term: fn(&BlockOption) -> u64| m.iter().map(term).min().unwrap_or(0);
             tracing::debug!(
@@ -361,13 +363,12 @@ fn peak_with_incoming(
 /// beside (tighter everywhere, it lost the 20 % plan of an 8-layer LM). `scoped`: values the
 /// sequence computes persist only for a lower block's backward (see
 /// [`BlockOption::backward_overhead_scoped`]).
-fn backward_peak(graph: &Graph, view: &ChainView, k: usize, sequence: &[NodeId], scoped: bool) -> u64 {
-    let later: HashSet<NodeId> = view.backward[k + 1..].iter().flatten().copied().collect();
+fn backward_peak(graph: &Graph, stages: &BackwardStages, k: usize, sequence: &[NodeId], scoped: bool) -> u64 {
     let mut incoming: Vec<NodeId> =
-        sequence.iter().flat_map(|&v| graph.preds(v).iter().copied()).filter(|p| later.contains(p)).collect();
+        sequence.iter().flat_map(|&v| graph.preds(v).iter().copied()).filter(|&p| stages.above(p, k)).collect();
     incoming.sort();
     incoming.dedup();
-    peak_beyond_incoming(graph, view, k, sequence, &incoming, scoped)
+    peak_beyond_incoming(graph, stages, k, sequence, &incoming, scoped)
 }
 
 /// The peak bytes of block `k`'s backward `sequence` (0-based) with `incoming` values alive
@@ -375,16 +376,15 @@ fn backward_peak(graph: &Graph, view: &ChainView, k: usize, sequence: &[NodeId],
 /// one, or it is a step output), less their bytes; `scoped` as [`backward_peak`] has it.
 fn peak_beyond_incoming(
     graph: &Graph,
-    view: &ChainView,
+    stages: &BackwardStages,
     k: usize,
     sequence: &[NodeId],
     incoming: &[NodeId],
     scoped: bool,
 ) -> u64 {
-    let lower: HashSet<NodeId> = view.backward[..k].iter().flatten().copied().collect();
-    let persists = |x: NodeId| graph.node(x).output || graph.succs(x).iter().any(|s| lower.contains(s));
-    let peak =
-        peak_with_incoming(graph, sequence, true, |s| !scoped || lower.contains(&s), |_| false, incoming, persists);
+    let persists = |x: NodeId| graph.node(x).output || graph.succs(x).iter().any(|&s| stages.below(s, k));
+    let runs_later = |s: NodeId| !scoped || stages.below(s, k);
+    let peak = peak_with_incoming(graph, sequence, true, runs_later, |_| false, incoming, persists);
     peak.saturating_sub(incoming.iter().map(|&x| graph.node(x).bytes).sum())
 }
 
@@ -393,7 +393,7 @@ fn peak_beyond_incoming(
 /// drops the best-scoring kept value, or on blocks with more than [`GREEDY_ROUNDS`] such
 /// values the best-scoring share of them; a round walks the block once, and per candidate
 /// only what its drop would add to the recomputation.
-fn menu(graph: &Graph, view: &ChainView, k: usize, deadline: Deadline) -> Vec<BlockOption> {
+fn menu(graph: &Graph, view: &ChainView, stages: &BackwardStages, k: usize, deadline: Deadline) -> Vec<BlockOption> {
     let forward = &view.forward[k];
     let f = forward.len();
     let local: HashMap<NodeId, usize> = forward.iter().enumerate().map(|(i, &v)| (v, i)).collect();
@@ -537,12 +537,11 @@ fn menu(graph: &Graph, view: &ChainView, k: usize, deadline: Deadline) -> Vec<Bl
                 .flat_map(|&v| [v, graph.storage_root(v)])
                 .chain([forward[output], output_root])
                 .collect();
-            let lower: HashSet<NodeId> = view.backward[..k].iter().flatten().copied().collect();
             let backward_overhead = |scoped: bool| {
                 if view.deferred_updates {
-                    backward_peak(graph, view, k, &sequence, scoped)
+                    backward_peak(graph, stages, k, &sequence, scoped)
                 } else {
-                    let runs_later = |s: NodeId| !scoped || lower.contains(&s);
+                    let runs_later = |s: NodeId| !scoped || stages.below(s, k);
                     peak_with_incoming(graph, &sequence, true, runs_later, |_| false, &[], |_| false)
                 }
                 .saturating_sub(view.chain.delta(k))
@@ -552,7 +551,7 @@ fn menu(graph: &Graph, view: &ChainView, k: usize, deadline: Deadline) -> Vec<Bl
                 forward_overhead: local_peak(graph, forward, false, |v| skipped.contains(&v)),
                 backward_overhead: backward_overhead(false),
                 backward_overhead_scoped: backward_overhead(true),
-                backward_overhead_net: kept_freed_early(graph, view, k, &sequence, &kept_nodes),
+                backward_overhead_net: kept_freed_early(graph, view, stages, k, &sequence, &kept_nodes),
                 recompute,
                 recompute_cost,
                 kept: kept_nodes,
@@ -568,8 +567,42 @@ fn menu(graph: &Graph, view: &ChainView, k: usize, deadline: Deadline) -> Vec<Bl
 /// residual block's first gradient reads the last convolution's input, then frees it) needs
 /// less than ā plus [`local_peak`] (resnet-small at 80 %: the option that recomputes the stem
 /// late, as the ILP's optimum does, peaks at 5308676 B, where ā + that term says 7.3 MiB).
-fn kept_freed_early(graph: &Graph, view: &ChainView, k: usize, sequence: &[NodeId], kept: &[NodeId]) -> i64 {
-    peak_beyond_incoming(graph, view, k, sequence, kept, false) as i64 - view.chain.delta(k) as i64
+fn kept_freed_early(
+    graph: &Graph,
+    view: &ChainView,
+    stages: &BackwardStages,
+    k: usize,
+    sequence: &[NodeId],
+    kept: &[NodeId],
+) -> i64 {
+    peak_beyond_incoming(graph, stages, k, sequence, kept, false) as i64 - view.chain.delta(k) as i64
+}
+
+/// Which block's backward each node belongs to (0-based), so that "runs after block `k`'s
+/// backward" is a lookup: built once per view (a set of the lower blocks' nodes per option
+/// made menus quadratic in the number of blocks).
+struct BackwardStages(Vec<usize>);
+
+impl BackwardStages {
+    fn of(graph: &Graph, view: &ChainView) -> BackwardStages {
+        let mut stage = vec![usize::MAX; graph.len()];
+        for (k, nodes) in view.backward.iter().enumerate() {
+            for &v in nodes {
+                stage[v.index()] = k;
+            }
+        }
+        BackwardStages(stage)
+    }
+
+    /// `v` is in the backward of a block below `k` (it runs after block `k`'s backward).
+    fn below(&self, v: NodeId, k: usize) -> bool {
+        self.0[v.index()] < k
+    }
+
+    /// `v` is in the backward of a block above `k` (it ran before block `k`'s backward).
+    fn above(&self, v: NodeId, k: usize) -> bool {
+        self.0[v.index()] != usize::MAX && self.0[v.index()] > k
+    }
 }
 
 /// One operation of a block schedule (blocks 1..=L+1, L+1 the loss; options index the
@@ -1104,7 +1137,7 @@ mod tests {
         let mut sequence = Vec::new();
         just_in_time(&graph, &option.recompute, &view.backward[0], &mut sequence);
         let plain = local_peak(&graph, &sequence, true, |_| false);
-        let consumed = backward_peak(&graph, &view, 0, &sequence, false);
+        let consumed = backward_peak(&graph, &BackwardStages::of(&graph, &view), 0, &sequence, false);
         assert!(consumed < plain, "{consumed} < {plain}");
         assert_eq!(option.backward_overhead, consumed.saturating_sub(view.chain.delta(0)));
     }
