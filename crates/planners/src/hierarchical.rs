@@ -160,12 +160,22 @@ pub struct Blocks {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Dp {
     /// The menus' DP, counting the step outputs each backward leaves resident or not, with
-    /// the plain backward term, the scoped one ([`BlockOption::backward_overhead_scoped`]) or
-    /// the tight one ([`BlockOption::backward_overhead_net`]),
-    /// sizes in memory units rounded up or to the nearest ([`MenuDp::new`]).
-    Menus { outputs: bool, tight: bool, scoped: bool, nearest: bool },
+    /// one of the backward terms, sizes in memory units rounded up or to the nearest
+    /// ([`MenuDp::new`]).
+    Menus { outputs: bool, backward: BackwardTerm, nearest: bool },
     /// The chain's own DP (rematerialization only).
     Chain,
+}
+
+/// Which of an option's backward terms the menus' DP charges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum BackwardTerm {
+    /// [`BlockOption::backward_overhead`].
+    Plain,
+    /// [`BlockOption::backward_overhead_scoped`].
+    Scoped,
+    /// [`BlockOption::backward_overhead_net`] (the paired views' tight term).
+    Net,
 }
 
 /// A DP's block schedule, lowered and measured (the step schedule is lowered again when
@@ -217,7 +227,7 @@ impl Blocks {
             return known.clone();
         }
         let ops = match dp {
-            Dp::Menus { outputs, tight, scoped, nearest } => {
+            Dp::Menus { outputs, backward, nearest } => {
                 let without;
                 let outputs = if outputs {
                     &self.outputs[..]
@@ -225,7 +235,7 @@ impl Blocks {
                     without = vec![0; self.outputs.len()];
                     &without[..]
                 };
-                MenuDp::new(self, outputs, dp_budget, tight, scoped, nearest).solve().map(|(ops, _)| ops)
+                MenuDp::new(self, outputs, dp_budget, backward, nearest).solve().map(|(ops, _)| ops)
             }
             Dp::Chain => crate::chain::dp::solve_remat_only(&self.view.chain, dp_budget, mem_slots).map(|plan| {
                 plan.ops
@@ -531,12 +541,9 @@ fn menu(graph: &Graph, view: &ChainView, stages: &BackwardStages, k: usize, dead
             let recompute: Vec<NodeId> = (0..f).filter(|&i| need[i]).map(|i| forward[i]).collect();
             let mut sequence = Vec::new();
             just_in_time(graph, &recompute, &view.backward[k], &mut sequence);
-            // What the forward keeps is in ā, views' sources included.
-            let skipped: HashSet<NodeId> = kept_nodes
-                .iter()
-                .flat_map(|&v| [v, graph.storage_root(v)])
-                .chain([forward[output], output_root])
-                .collect();
+            // What the forward keeps is in ā, by storage (views hold no bytes of their own).
+            let skipped: HashSet<NodeId> =
+                kept_nodes.iter().map(|&v| graph.storage_root(v)).chain([output_root]).collect();
             let backward_overhead = |scoped: bool| {
                 if view.deferred_updates {
                     backward_peak(graph, stages, k, &sequence, scoped)
@@ -658,7 +665,7 @@ struct MenuDp {
 const SPLIT: u32 = 1 << 16;
 
 impl MenuDp {
-    fn new(blocks: &Blocks, outputs: &[u64], budget: u64, tight: bool, scoped: bool, nearest: bool) -> MenuDp {
+    fn new(blocks: &Blocks, outputs: &[u64], budget: u64, backward: BackwardTerm, nearest: bool) -> MenuDp {
         let (chain, menus) = (&blocks.view.chain, &blocks.menus[..]);
         let l = chain.len();
         // The exact unit (the gcd of every size) when the budget is at most `SLOTS` of them.
@@ -683,17 +690,17 @@ impl MenuDp {
                     .map(|o| Unit {
                         a_bar: q(o.a_bar),
                         of: q(o.forward_overhead),
-                        ob: if tight {
-                            let net = o.backward_overhead_net;
-                            if net >= 0 {
-                                q(net as u64)
-                            } else {
-                                -((net.unsigned_abs() / unit) as i64)
+                        ob: match backward {
+                            BackwardTerm::Plain => q(o.backward_overhead),
+                            BackwardTerm::Scoped => q(o.backward_overhead_scoped),
+                            BackwardTerm::Net => {
+                                let net = o.backward_overhead_net;
+                                if net >= 0 {
+                                    q(net as u64)
+                                } else {
+                                    -((net.unsigned_abs() / unit) as i64)
+                                }
                             }
-                        } else if scoped {
-                            q(o.backward_overhead_scoped)
-                        } else {
-                            q(o.backward_overhead)
                         },
                         extra: o.recompute_cost,
                     })
@@ -984,14 +991,12 @@ impl HierarchicalRemat {
         for blocks in all {
             let menu_options = blocks.menus.iter().map(Vec::len).sum();
             // Paired views exist for what only the tight term sees (see `kept_freed_early`).
-            let passes: &[(bool, bool, bool)] = if blocks.paired {
-                &[(false, true, false)]
-            } else {
-                &[(true, false, true), (true, false, false), (false, false, false)]
-            };
-            let dps = passes.iter().flat_map(|&(outputs, tight, scoped)| {
-                [false, true].map(|nearest| Dp::Menus { outputs, tight, scoped, nearest })
-            });
+            use BackwardTerm::{Net, Plain, Scoped};
+            let passes: &[(bool, BackwardTerm)] =
+                if blocks.paired { &[(false, Net)] } else { &[(true, Scoped), (true, Plain), (false, Plain)] };
+            let dps = passes
+                .iter()
+                .flat_map(|&(outputs, backward)| [false, true].map(|nearest| Dp::Menus { outputs, backward, nearest }));
             for dp in dps {
                 if let Some(candidate) = Self::plan_at(blocks, dp, graph, budget, deadline) {
                     tracing::debug!(
@@ -1253,11 +1258,11 @@ mod tests {
         let budget = simulate(&graph, &order).unwrap().peak_bytes * 6 / 10;
         let kinds = [
             Dp::Chain,
-            Dp::Menus { outputs: true, tight: false, scoped: true, nearest: false },
-            Dp::Menus { outputs: true, tight: false, scoped: false, nearest: false },
-            Dp::Menus { outputs: false, tight: false, scoped: false, nearest: false },
-            Dp::Menus { outputs: false, tight: true, scoped: false, nearest: false },
-            Dp::Menus { outputs: true, tight: false, scoped: true, nearest: true },
+            Dp::Menus { outputs: true, backward: BackwardTerm::Scoped, nearest: false },
+            Dp::Menus { outputs: true, backward: BackwardTerm::Plain, nearest: false },
+            Dp::Menus { outputs: false, backward: BackwardTerm::Plain, nearest: false },
+            Dp::Menus { outputs: false, backward: BackwardTerm::Net, nearest: false },
+            Dp::Menus { outputs: true, backward: BackwardTerm::Scoped, nearest: true },
         ];
         let warmed = Blocks::of(&graph, &order, Deadline::NONE);
         let mut differ = 0;
