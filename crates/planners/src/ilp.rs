@@ -12,8 +12,8 @@ mod model;
 mod rounding;
 
 use crate::{
-    compare_plans, finish, FallbackCause, InvalidRequest, NoPlanCause, PlanDetails, PlanError, PlanRequest, Planner,
-    StopReason, StrategyFacts,
+    compare_plans, finish, Deadline, FallbackCause, InvalidRequest, NoPlanCause, PlanDetails, PlanError, PlanRequest,
+    Planner, StopReason, StrategyFacts,
 };
 use formulation::{Formulation, Goal, Problem, Stages};
 use model::Outcome;
@@ -119,6 +119,11 @@ pub struct Certificate {
     pub gap: f64,
     /// The LP relaxation's optimum: a lower bound on the cost at this budget within the class.
     pub lp_bound: Option<f64>,
+    /// A lower bound on the cost of *every* schedule within the budget, the class's or not:
+    /// the baseline plus the recomputation the anchor argument proves ([`crate::cost_bound`]).
+    /// Where it is above `dual_bound`, `gap` is measured from it; it also gives a gap to a
+    /// heuristic's plan returned from outside the class, which the class's bound cannot.
+    pub anchor_bound: Option<f64>,
     /// When the budget is infeasible for the class (or none was given): the least peak the
     /// class reaches (proven when `status` is optimal).
     pub smallest_feasible_budget: Option<u64>,
@@ -131,6 +136,27 @@ pub struct Certificate {
 }
 
 impl Certificate {
+    /// Records `bound` (every schedule's, [`Self::anchor_bound`]) and, for a plan `within`
+    /// the budget, measures the gap from the higher of it and the class's bound; a fallback
+    /// plan, which may lie outside the class, from `bound` alone. A plan over the budget, or
+    /// the least-memory answer to an infeasible one, keeps its figures.
+    fn raise_to_anchor_bound(&mut self, bound: f64, within: bool) {
+        self.anchor_bound = Some(bound);
+        if !within || self.smallest_feasible_budget.is_some() || self.objective <= 0.0 {
+            return;
+        }
+        let class = match self.status {
+            SolveStatus::Fallback(..) => f64::NEG_INFINITY,
+            _ if self.dual_bound.is_finite() => self.dual_bound,
+            _ => f64::NEG_INFINITY,
+        };
+        let best = class.max(bound).min(self.objective);
+        let gap = (self.objective - best) / self.objective;
+        if !self.gap.is_finite() || gap < self.gap {
+            self.gap = gap;
+        }
+    }
+
     /// Why the ILP stopped: optimal (gap 0), within the accepted MIP gap, at the time limit, a
     /// rounded LP (within its gap of the LP bound), or a heuristic's plan it fell back to.
     pub fn stop_reason(&self) -> StopReason {
@@ -159,6 +185,7 @@ impl StrategyFacts for Certificate {
             "dual_bound": self.dual_bound,
             "gap": self.gap,
             "lp_bound": self.lp_bound,
+            "anchor_bound": self.anchor_bound,
             "smallest_feasible_budget": self.smallest_feasible_budget,
             "variables": self.size.0,
             "constraints": self.size.1,
@@ -177,7 +204,18 @@ impl StrategyFacts for Certificate {
             ("ilp class".to_string(), self.class.clone()),
         ];
         let lp = self.lp_bound.map(|b| format!("; LP bound {b:.4e}")).unwrap_or_default();
+        let anchor = self.anchor_bound.map(|b| format!("; anchor bound {b:.4e}")).unwrap_or_default();
+        let lp = lp + &anchor;
+        // Whether the gap is measured from the anchor bound rather than the class's.
+        let from_anchor = self.anchor_bound.is_some_and(|anchor| {
+            matches!(self.status, SolveStatus::Fallback(..)) || self.dual_bound.is_nan() || self.dual_bound < anchor
+        });
         let proven = match (self.dual_bound.is_finite(), self.gap.is_finite()) {
+            (_, true) if from_anchor => format!(
+                "dual bound {:.4e} over the class, gap {:.2}% from the anchor bound",
+                self.dual_bound,
+                100.0 * self.gap
+            ),
             (true, true) => format!("dual bound {:.4e}, gap {:.2}%", self.dual_bound, 100.0 * self.gap),
             // A heuristic's plan returned: the bound is the class's, the plan may lie outside it.
             (true, false) => {
@@ -335,6 +373,7 @@ fn input_order_is_optimal(request: &PlanRequest<'_>) -> Option<Certificate> {
         dual_bound: least,
         gap: 0.0,
         lp_bound: Some(least),
+        anchor_bound: None,
         smallest_feasible_budget: None,
         size: (0, 0),
         warm_start: None,
@@ -370,6 +409,7 @@ impl Heuristic {
             dual_bound,
             gap,
             lp_bound,
+            anchor_bound: None,
             smallest_feasible_budget: None,
             size: (f.model.columns.len(), f.model.rows.len()),
             warm_start: Some(self.name),
@@ -656,6 +696,9 @@ impl<'r> Solve<'r> {
     }
 
     fn run(self) -> Result<(Schedule, Certificate), PlanError> {
+        // Fast (a few min cuts per anchor) and independent of the class: first, so that its
+        // time is within the limit.
+        let anchor_bound = self.request.budget.and_then(|budget| self.anchor_bound(budget));
         let stages = self.stages();
         let n = self.problem.len();
         let method = self.request.options.ilp.method.unwrap_or(if n <= MILP_NODES {
@@ -702,9 +745,29 @@ impl<'r> Solve<'r> {
         let (formulation_name, class) = self.describe(&described);
         certificate.formulation = formulation_name;
         certificate.class = class;
+        if let (Some(bound), Some(budget)) = (anchor_bound, self.request.budget) {
+            let within = simulate(self.request.graph, &schedule).is_ok_and(|s| s.peak_bytes <= budget);
+            certificate.raise_to_anchor_bound(bound, within);
+        }
         certificate.solve_seconds = self.started.elapsed().as_secs_f64();
         tracing::info!("ilp: {:?}, cost {}, gap {:.4}", certificate.status, certificate.objective, certificate.gap);
         Ok((schedule, certificate))
+    }
+
+    /// The least cost of every schedule within `budget` by the anchor argument: the input
+    /// order's cost (each node runs at least once) plus the recomputation it proves. `None`
+    /// where it proves the budget infeasible (the solver's own least-memory answer stands).
+    fn anchor_bound(&self, budget: u64) -> Option<f64> {
+        let graph = self.request.graph;
+        let baseline = simulate(graph, self.request.order).ok()?.cost;
+        let bound = crate::cost_bound::recompute_lower_bound(
+            graph,
+            self.request.order,
+            budget,
+            Deadline::after(self.remaining()),
+        );
+        tracing::info!("ilp: the anchor argument proves {:.4e} of recomputation ({:?})", bound.cost, bound.status);
+        (bound.status == crate::cost_bound::BoundStatus::Proven).then_some(baseline + bound.cost)
     }
 
     /// The warm starts' plan to return in place of the solver's `schedule`, where one is
@@ -737,6 +800,7 @@ impl<'r> Solve<'r> {
             dual_bound,
             gap,
             lp_bound: lp_bound.map(|b| b * scale),
+            anchor_bound: None,
             smallest_feasible_budget: None,
             size: (f.model.columns.len(), f.model.rows.len()),
             warm_start: warm,
@@ -1079,6 +1143,7 @@ impl<'r> Solve<'r> {
             dual_bound: lp_bound,
             gap: if cost > 0.0 { ((cost - lp_bound) / cost).max(0.0) } else { 0.0 },
             lp_bound: Some(lp_bound),
+            anchor_bound: None,
             smallest_feasible_budget: None,
             size,
             warm_start: None,

@@ -325,8 +325,10 @@ fn report_shows_the_ilp_certificate_and_the_comparison() {
         status: SolveStatus::TimeLimit,
         objective: 120.0,
         dual_bound: 100.0,
-        gap: 1.0 / 6.0,
+        // From the anchor bound, the higher.
+        gap: 15.0 / 120.0,
         lp_bound: Some(90.0),
+        anchor_bound: Some(105.0),
         smallest_feasible_budget: None,
         size: (340, 512),
         warm_start: Some("greedy"),
