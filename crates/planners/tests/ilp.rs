@@ -85,6 +85,21 @@ fn brute_force(graph: &Graph, budget: u64) -> Option<u64> {
     None
 }
 
+/// The least budget any schedule of `graph` meets, at most `baseline` (the input order's peak):
+/// feasibility is monotone in the budget, so a bisection over [`brute_force`].
+fn least_feasible_budget(graph: &Graph, baseline: u64) -> u64 {
+    let (mut lo, mut least) = (0, baseline);
+    while lo < least {
+        let mid = lo + (least - lo) / 2;
+        if brute_force(graph, mid).is_some() {
+            least = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    least
+}
+
 /// The ILP's plan cost at `budget` (`None`: declared infeasible), with the status.
 fn ilp_cost(graph: &Graph, budget: u64, order: StageOrder) -> Option<(f64, SolveStatus)> {
     // The model's own optimum, as the README describes each class: polishing would drop the
@@ -124,16 +139,7 @@ fn the_order_free_optimum_is_the_optimum_over_all_schedules() {
         .generate(seed);
         let order = g.topological_schedule();
         let baseline = simulate(&g, &order).unwrap().peak_bytes;
-        // Feasibility is monotone in the budget: bisect for the least feasible one.
-        let (mut lo, mut least) = (0, baseline);
-        while lo < least {
-            let mid = lo + (least - lo) / 2;
-            if brute_force(&g, mid).is_some() {
-                least = mid;
-            } else {
-                lo = mid + 1;
-            }
-        }
+        let least = least_feasible_budget(&g, baseline);
         let mut budgets = vec![
             least.saturating_sub(1),
             least,
@@ -223,15 +229,7 @@ fn the_anchor_bound_holds_for_every_schedule() {
             RandomDag { ops, arguments: 1, view_percent: 0, output_percent: 15, ..RandomDag::default() }.generate(seed);
         let order = g.topological_schedule();
         let input = simulate(&g, &order).unwrap();
-        let (mut lo, mut least) = (0, input.peak_bytes);
-        while lo < least {
-            let mid = lo + (least - lo) / 2;
-            if brute_force(&g, mid).is_some() {
-                least = mid;
-            } else {
-                lo = mid + 1;
-            }
-        }
+        let least = least_feasible_budget(&g, input.peak_bytes);
         for budget in [least, least + (input.peak_bytes - least) / 2] {
             let Some(exact) = brute_force(&g, budget).map(|e| e as f64) else { continue };
             if budget >= input.peak_bytes {
