@@ -145,11 +145,8 @@ impl Certificate {
         if !within || self.smallest_feasible_budget.is_some() || self.objective <= 0.0 {
             return;
         }
-        let class = match self.status {
-            SolveStatus::Fallback(..) => f64::NEG_INFINITY,
-            _ if self.dual_bound.is_finite() => self.dual_bound,
-            _ => f64::NEG_INFINITY,
-        };
+        let fallback = matches!(self.status, SolveStatus::Fallback(..));
+        let class = if fallback || !self.dual_bound.is_finite() { f64::NEG_INFINITY } else { self.dual_bound };
         let best = class.max(bound).min(self.objective);
         let gap = (self.objective - best) / self.objective;
         if !self.gap.is_finite() || gap < self.gap {
@@ -203,9 +200,8 @@ impl StrategyFacts for Certificate {
             ("ilp".to_string(), format!("{}, {}", self.status.name(), self.formulation)),
             ("ilp class".to_string(), self.class.clone()),
         ];
-        let lp = self.lp_bound.map(|b| format!("; LP bound {b:.4e}")).unwrap_or_default();
-        let anchor = self.anchor_bound.map(|b| format!("; anchor bound {b:.4e}")).unwrap_or_default();
-        let lp = lp + &anchor;
+        let lp = self.lp_bound.map(|b| format!("; LP bound {b:.4e}")).unwrap_or_default()
+            + &self.anchor_bound.map(|b| format!("; anchor bound {b:.4e}")).unwrap_or_default();
         // Whether the gap is measured from the anchor bound rather than the class's.
         let from_anchor = self.anchor_bound.is_some_and(|anchor| {
             matches!(self.status, SolveStatus::Fallback(..)) || self.dual_bound.is_nan() || self.dual_bound < anchor
