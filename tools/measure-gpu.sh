@@ -8,11 +8,14 @@
 #
 #   bash tools/measure-gpu.sh [EXAMPLE.mlir ...]            plan, lower and run here
 #   bash tools/measure-gpu.sh --prepare DIR [EXAMPLE.mlir ...]
-#   GPU=1 bash tools/measure-gpu.sh --run-prepared DIR
+#   bash tools/measure-gpu.sh --pack DIR                      DIR.tgz, to carry to the GPU host
+#   GPU=1 bash tools/measure-gpu.sh --run-prepared DIR|DIR.tgz
 #
 # The two halves exist for GPU hosts without LLVM or MLIR: --prepare plans, lowers and saves the
 # CPU run's inputs and outputs (needs the debug build), and copies remat-gpu-run (which links
-# neither) into DIR; --run-prepared needs only DIR, bash, python3 and a CUDA driver.
+# neither) into DIR; --run-prepared needs only DIR (or its archive), bash, tar, python3 and a
+# CUDA driver. The libraries compress about 30-fold (the examples' rows: 172 MB, 35 MB packed),
+# which matters where what travels to the GPU host is limited.
 #
 # Strategies: none, treewidth, and auto at 50% of the baseline (at 90% when 50% is
 # infeasible); set STRATEGIES (comma-separated) for others.
@@ -22,9 +25,16 @@ bin=${CARGO_TARGET_DIR:-target}/debug
 mode=all
 case "${1:-}" in
   --prepare) mode=prepare; work=${2:?--prepare needs a directory}; shift 2 ;;
-  --run-prepared) mode=run; work=${2:?--run-prepared needs a directory}; shift 2 ;;
+  --run-prepared) mode=run; work=${2:?--run-prepared needs a directory or its .tgz}; shift 2 ;;
+  --pack) work=${2:?--pack needs a directory}; work=${work%/}
+    tar czf "$work.tgz" -C "$(dirname "$work")" "$(basename "$work")" && echo "$work.tgz"; exit ;;
 esac
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+if [ "$mode" = run ] && [[ $work == *.tgz ]]; then
+  # The archive --pack wrote holds one directory: the prepared rows.
+  mkdir "$tmp/unpacked" && tar xzf "$work" -C "$tmp/unpacked" || exit 1
+  work=$(find "$tmp/unpacked" -mindepth 1 -maxdepth 1 -type d | head -1)
+fi
 [ "$mode" = all ] && work="$tmp/prepared"
 files=("$@")
 [ ${#files[@]} -eq 0 ] && files=(examples/mlp.linalg.mlir examples/transformer.linalg.mlir examples/resnet.linalg.mlir)
