@@ -14,7 +14,7 @@
 # The two halves exist for GPU hosts without LLVM or MLIR: --prepare plans, lowers and saves the
 # CPU run's inputs and outputs (needs the debug build), and copies remat-gpu-run (which links
 # neither) into DIR; --run-prepared needs only DIR (or its archive), bash, tar, python3 and a
-# CUDA driver. The libraries compress about 30-fold (the examples' rows: 172 MB, 35 MB packed),
+# CUDA driver. Packed, the rows shrink about fivefold (the 18 rows of docs/bench: 172 MB, 35 MB),
 # which matters where what travels to the GPU host is limited.
 #
 # Strategies: none, treewidth, and auto at 50% of the baseline (at 90% when 50% is
