@@ -656,8 +656,6 @@ struct Unit {
 struct MenuDp {
     l1: usize,
     mm: usize,
-    /// Bytes per memory unit.
-    unit: u64,
     a: Vec<i64>,
     d: Vec<i64>,
     /// Σ over blocks 1..=ℓ of the step outputs their backward computes (they stay resident
@@ -751,7 +749,6 @@ impl MenuDp {
         let mut dp = MenuDp {
             l1,
             mm,
-            unit,
             a,
             d,
             g,
@@ -1280,15 +1277,17 @@ mod tests {
         let blocks = Blocks::of(&graph, &order, Deadline::NONE);
         let total: u64 = blocks.outputs.iter().sum();
         assert!(blocks.outputs.iter().filter(|&&o| o > 0).count() >= 24, "{:?}", blocks.outputs);
+        let unit = (2 * total).div_ceil(SLOTS as u64);
         for nearest in [false, true] {
             let dp = MenuDp::new(&blocks, &blocks.outputs, 2 * total, BackwardTerm::Scoped, nearest, SLOTS);
-            let per_block: u64 = blocks.outputs.iter().map(|o| o.div_ceil(dp.unit)).sum();
-            assert!(per_block * dp.unit > total + 10 * dp.unit, "the per-block sum would over-count");
+            assert_eq!(dp.mm as u64, 2 * total / unit + 1, "the budget in {SLOTS} units");
+            let per_block: u64 = blocks.outputs.iter().map(|o| o.div_ceil(unit)).sum();
+            assert!(per_block * unit > total + 10 * unit, "the per-block sum would over-count");
             let mut prefix = 0;
             for (k, &bytes) in blocks.outputs.iter().enumerate() {
                 prefix += bytes;
-                let counted = dp.g[k + 1] as u64 * dp.unit;
-                assert!(counted.abs_diff(prefix) < dp.unit, "blocks 1..={}: {counted} for {prefix} bytes", k + 1);
+                let counted = dp.g[k + 1] as u64 * unit;
+                assert!(counted.abs_diff(prefix) < unit, "blocks 1..={}: {counted} for {prefix} bytes", k + 1);
             }
         }
     }
