@@ -27,6 +27,7 @@ pub mod pathdec;
 pub mod pathwidth;
 mod plan;
 pub mod polish;
+pub mod selective;
 pub mod step;
 pub mod sweep;
 pub mod treedec;

@@ -472,7 +472,7 @@ impl ChainView {
     /// and one output that depends on everything), the program order's prefix before the
     /// input order's peak: a training step's memory grows while it runs forward and shrinks
     /// from where its backward starts consuming what the forward kept.
-    fn forward_part(graph: &Graph, order: &[NodeId]) -> ForwardPart {
+    pub(crate) fn forward_part(graph: &Graph, order: &[NodeId]) -> ForwardPart {
         let part = ForwardPart::of(graph, order);
         if part.nodes.len() < order.len() {
             return part;
