@@ -1009,8 +1009,6 @@ struct Chosen {
     /// Options over its view's menus.
     options: usize,
     polished: Option<crate::Polished>,
-    /// The threshold where the selective recomputation plan was chosen.
-    selective: Option<f64>,
 }
 
 /// What planning builds before it knows the budget, so that a smallest-budget search builds it
@@ -1091,7 +1089,13 @@ impl HierarchicalRemat {
         if let Some(selective) = all.selective.cheapest_within(budget) {
             tracing::debug!(threshold = selective.threshold, cost = selective.cost, "hierarchical selective candidate");
             let schedule = all.selective.schedule(graph, selective.threshold);
-            let candidate = Candidate { schedule, dp_budget: 0, ops: Vec::new(), cost: selective.cost };
+            let candidate = Candidate {
+                schedule,
+                dp_budget: 0,
+                ops: Vec::new(),
+                cost: selective.cost,
+                selective_threshold: Some(selective.threshold),
+            };
             let (blocks, menu_options) =
                 all.views.first().map_or((0, 0), |b| (b.view.chain.len(), b.menus.iter().map(Vec::len).sum()));
             candidates.push((candidate, blocks, menu_options, usize::MAX, Dp::Selective));
@@ -1099,9 +1103,7 @@ impl HierarchicalRemat {
         let raw: Vec<(&Schedule, f64)> = candidates.iter().map(|(c, ..)| (&c.schedule, c.cost)).collect();
         let (best, polished) = crate::cheapest_finished(graph, budget, options, &raw)?;
         let (candidate, blocks, menu_options, view, dp) = candidates.swap_remove(best);
-        let selective =
-            (dp == Dp::Selective).then(|| all.selective.cheapest_within(budget).map(|m| m.threshold)).flatten();
-        Some((Chosen { candidate, blocks, options: menu_options, polished, selective }, view, dp))
+        Some((Chosen { candidate, blocks, options: menu_options, polished }, view, dp))
     }
 
     /// `chosen` (from `view` by `dp`), or the plan of `dp` once more with finer units where
@@ -1176,12 +1178,21 @@ struct Candidate {
     dp_budget: u64,
     ops: Vec<BlockOp>,
     cost: f64,
+    /// The threshold of a selective recomputation plan ([`crate::selective`]); `None` for
+    /// a block plan.
+    selective_threshold: Option<f64>,
 }
 
 impl Candidate {
     /// A measured DP run at `dp_budget` with its step schedule lowered again.
     fn lowered(blocks: &Blocks, graph: &Graph, (dp_budget, m): (u64, Measured)) -> Candidate {
-        Candidate { schedule: blocks.lower(graph, &m.ops), dp_budget, ops: m.ops, cost: m.cost }
+        Candidate {
+            schedule: blocks.lower(graph, &m.ops),
+            dp_budget,
+            ops: m.ops,
+            cost: m.cost,
+            selective_threshold: None,
+        }
     }
 }
 
@@ -1234,18 +1245,18 @@ impl Planner for HierarchicalRemat {
             None => Self::smallest_budget(&all, graph, request.order, request.options),
         };
         let Some(budget) = budget else { return Ok(request.no_plan()) };
-        let Some(Chosen { candidate, blocks, options, polished, selective }) =
+        let Some(Chosen { candidate, blocks, options, polished }) =
             Self::best_within(&all, graph, budget, request.options)
         else {
             return Ok(request.no_plan());
         };
-        let Candidate { schedule, dp_budget, ops, .. } = candidate;
+        let Candidate { schedule, dp_budget, ops, selective_threshold, .. } = candidate;
         let stats = HierarchicalStats {
             blocks,
             options,
             dp_budget,
             ops: ops.iter().map(ToString::to_string).collect(),
-            selective_threshold: selective,
+            selective_threshold,
         };
         let details = PlanDetails {
             polished,
@@ -1475,7 +1486,7 @@ mod tests {
             let schedule = chosen.polished.as_ref().map_or(&chosen.candidate.schedule, |p| &p.schedule);
             let sim = simulate(&graph, schedule).unwrap();
             assert!(sim.peak_bytes <= budget);
-            (sim.cost, chosen.selective.is_some())
+            (sim.cost, chosen.candidate.selective_threshold.is_some())
         };
         let mut won = 0;
         for percent in [80, 70, 60, 50] {

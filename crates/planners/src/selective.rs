@@ -141,7 +141,7 @@ mod tests {
     fn residual_step(blocks: usize) -> (Graph, Vec<NodeId>) {
         let mut g = GraphBuilder::new();
         let mut h = g.add(NodeSpec::argument("x", 100), &[]);
-        // Per convolution, in forward order: its weight, its input and its result.
+        // Per convolution, in forward order: its name, weight, input and result.
         let mut convolutions = Vec::new();
         for b in 0..blocks {
             let block_input = h;
