@@ -99,7 +99,7 @@
 use crate::chain::dp::gcd;
 use crate::chain::model::ChainOp;
 use crate::chain::planner::{search_dp_budget, ChainView};
-use crate::selective::SelectivePlans;
+use crate::selective::{Rule, SelectivePlans};
 use crate::step::stored_bytes;
 use crate::{Deadline, InvalidRequest, PlanDetails, PlanError, PlanRequest, Planner, StopReason, StrategyFacts};
 use remat_graph::{simulate, Graph, NodeId, Schedule};
@@ -907,8 +907,9 @@ pub struct HierarchicalStats {
     /// The block operations of the plan.
     pub ops: Vec<String>,
     /// Where the step's selective recomputation plan won over the block plans: its threshold,
-    /// the cost per byte at or below which forward values are recomputed ([`crate::selective`]).
-    pub selective_threshold: Option<f64>,
+    /// the cost per byte at or below which forward values are recomputed, and the block outputs
+    /// it keeps as checkpoints ([`crate::selective`]).
+    pub selective: Option<Rule>,
 }
 
 impl StrategyFacts for HierarchicalStats {
@@ -922,17 +923,28 @@ impl StrategyFacts for HierarchicalStats {
             "options": self.options,
             "dp_budget_bytes": self.dp_budget,
             "ops": self.ops,
-            "selective_threshold": self.selective_threshold,
+            "selective_threshold": self.selective.map(|rule| rule.threshold),
+            "selective_checkpoints": self.selective.map(|rule| rule.checkpoints),
+            "selective_prefix_nodes": self.selective.map(|rule| rule.prefix_nodes),
         })
     }
 
     fn lines(&self, _deterministic: bool) -> Vec<(String, String)> {
         use remat_graph::units::Bytes;
-        if let Some(threshold) = self.selective_threshold {
+        if let Some(Rule { threshold, checkpoints, prefix_nodes }) = self.selective {
+            let prefix = match prefix_nodes {
+                0 => String::new(),
+                n => format!(", and every value of the first {n} forward nodes"),
+            };
+            let kept = match checkpoints {
+                0 => String::new(),
+                1 => ", 1 block output kept as a checkpoint".to_string(),
+                n => format!(", {n} block outputs kept as checkpoints"),
+            };
             return vec![(
                 "hierarchical".to_string(),
                 format!(
-                    "{} blocks, {} options; selective recomputation won: forward values of at most {threshold} per byte recomputed",
+                    "{} blocks, {} options; selective recomputation won: forward values of at most {threshold} per byte recomputed{prefix}{kept}",
                     self.blocks, self.options
                 ),
             )];
@@ -1023,7 +1035,12 @@ impl HierarchicalRemat {
     /// The views with their menus ([`Self::views_with_menus`]) and the selective plans.
     fn prepare(graph: &Graph, order: &[NodeId], deadline: Deadline) -> Prepared {
         let views = Self::views_with_menus(graph, order, deadline);
-        Prepared { views, selective: SelectivePlans::of(graph, order, deadline) }
+        // The strict view's cuts: the forward's block outputs, where checkpoints go.
+        let cuts: Vec<NodeId> = views
+            .first()
+            .map(|b| b.view.stored.iter().filter_map(|s| s.first().copied()).collect())
+            .unwrap_or_default();
+        Prepared { views, selective: SelectivePlans::of(graph, order, &cuts, deadline) }
     }
 
     /// Every chain view's blocks with their menus.
@@ -1087,14 +1104,20 @@ impl HierarchicalRemat {
         }
         // Last: under a deadline, polishing reaches the likeliest winners first.
         if let Some(selective) = all.selective.cheapest_within(budget) {
-            tracing::debug!(threshold = selective.threshold, cost = selective.cost, "hierarchical selective candidate");
-            let schedule = all.selective.schedule(graph, selective.threshold);
+            tracing::debug!(
+                threshold = selective.shape.threshold,
+                spacing = selective.shape.spacing,
+                prefix = selective.shape.prefix,
+                cost = selective.cost,
+                "hierarchical selective candidate"
+            );
+            let schedule = all.selective.schedule(graph, &selective);
             let candidate = Candidate {
                 schedule,
                 dp_budget: 0,
                 ops: Vec::new(),
                 cost: selective.cost,
-                selective_threshold: Some(selective.threshold),
+                selective: Some(all.selective.rule(graph, &selective)),
             };
             let (blocks, menu_options) =
                 all.views.first().map_or((0, 0), |b| (b.view.chain.len(), b.menus.iter().map(Vec::len).sum()));
@@ -1178,21 +1201,15 @@ struct Candidate {
     dp_budget: u64,
     ops: Vec<BlockOp>,
     cost: f64,
-    /// The threshold of a selective recomputation plan ([`crate::selective`]); `None` for
-    /// a block plan.
-    selective_threshold: Option<f64>,
+    /// The rule of a selective recomputation plan ([`crate::selective`]); `None` for a block
+    /// plan.
+    selective: Option<Rule>,
 }
 
 impl Candidate {
     /// A measured DP run at `dp_budget` with its step schedule lowered again.
     fn lowered(blocks: &Blocks, graph: &Graph, (dp_budget, m): (u64, Measured)) -> Candidate {
-        Candidate {
-            schedule: blocks.lower(graph, &m.ops),
-            dp_budget,
-            ops: m.ops,
-            cost: m.cost,
-            selective_threshold: None,
-        }
+        Candidate { schedule: blocks.lower(graph, &m.ops), dp_budget, ops: m.ops, cost: m.cost, selective: None }
     }
 }
 
@@ -1250,13 +1267,13 @@ impl Planner for HierarchicalRemat {
         else {
             return Ok(request.no_plan());
         };
-        let Candidate { schedule, dp_budget, ops, selective_threshold, .. } = candidate;
+        let Candidate { schedule, dp_budget, ops, selective, .. } = candidate;
         let stats = HierarchicalStats {
             blocks,
             options,
             dp_budget,
             ops: ops.iter().map(ToString::to_string).collect(),
-            selective_threshold,
+            selective,
         };
         let details = PlanDetails {
             polished,
@@ -1486,7 +1503,7 @@ mod tests {
             let schedule = chosen.polished.as_ref().map_or(&chosen.candidate.schedule, |p| &p.schedule);
             let sim = simulate(&graph, schedule).unwrap();
             assert!(sim.peak_bytes <= budget);
-            (sim.cost, chosen.candidate.selective_threshold.is_some())
+            (sim.cost, chosen.candidate.selective.is_some())
         };
         let mut won = 0;
         for percent in [80, 70, 60, 50] {
