@@ -475,4 +475,38 @@ mod tests {
         assert!(spread(&sorted, 0).is_empty());
         assert_eq!(spread(&sorted[..3], 4), sorted[..3].to_vec());
     }
+
+    /// Every plan on generated training steps of every family (random layered steps, ResNets
+    /// of random stages, DenseNets, transformers): a valid schedule whose simulation is what
+    /// was measured, never below the lower bound; a budget's pick fits it.
+    #[test]
+    fn every_plan_on_generated_steps_is_valid_and_measured_as_recorded() {
+        use remat_graph::random::SplitMix64;
+        use remat_graph::training::{Architecture, ConvNet, RandomLayered, Transformer};
+        let mut rng = SplitMix64::new(7);
+        let mut steps: Vec<Graph> = Vec::new();
+        for seed in 0..6 {
+            steps.push(RandomLayered { seed, ..RandomLayered::new(3 + 2 * seed as usize) }.generate());
+            let stages: Vec<usize> = (0..1 + rng.below(4)).map(|_| 1 + rng.below(3) as usize).collect();
+            steps.push(ConvNet::new(Architecture::ResNet, &stages).generate());
+        }
+        steps.push(ConvNet::new(Architecture::DenseNet, &[2, 3]).generate());
+        steps.push(Transformer::new(4).generate());
+        let (mut plans_checked, mut varied) = (0, 0);
+        for graph in &steps {
+            let order = graph.topological_schedule();
+            let plans = SelectivePlans::of(graph, &order, &block_outputs(graph, &order), Deadline::NONE);
+            let bound = remat_graph::lower_bound(graph);
+            for m in &plans.plans {
+                let sim = simulate(graph, &plans.schedule(graph, m)).expect("a valid schedule");
+                assert_eq!((sim.peak_bytes, sim.cost), (m.peak, m.cost), "{m:?}");
+                assert!(m.peak >= bound);
+                let pick = plans.cheapest_within(m.peak).expect("this plan fits at least");
+                assert!(pick.peak <= m.peak && pick.cost <= m.cost, "{pick:?} against {m:?}");
+                plans_checked += 1;
+                varied += usize::from(m.shape.spacing.is_some() || m.shape.prefix > 0);
+            }
+        }
+        assert!(plans_checked >= 300 && varied >= 200, "{plans_checked} plans, {varied} with checkpoints or a prefix");
+    }
 }
