@@ -82,8 +82,8 @@ pub struct Measured {
     pub cost: f64,
 }
 
-/// What a report says of a selective plan: its threshold and how many block outputs it keeps
-/// as checkpoints.
+/// What a report says of a selective plan: its threshold, how many block outputs it keeps as
+/// checkpoints, and how many forward nodes it recomputes whole.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Rule {
     /// θ: forward values of at most this cost per byte are recomputed.
@@ -104,8 +104,8 @@ fn spread(sorted: &[f64], n: usize) -> Vec<f64> {
     }
 }
 
-/// A step's selective plans, one per threshold, measured (the schedules are rebuilt on demand:
-/// on 10^5 nodes keeping them all would take tens of megabytes).
+/// A step's selective plans, one per shape tried, measured (the schedules are rebuilt on
+/// demand: on 10^5 nodes keeping them all would take tens of megabytes).
 #[derive(Clone, Debug)]
 pub struct SelectivePlans {
     /// Forward nodes, in program order.
