@@ -1037,10 +1037,7 @@ impl HierarchicalRemat {
     fn prepare(graph: &Graph, order: &[NodeId], deadline: Deadline) -> Prepared {
         let views = Self::views_with_menus(graph, order, deadline);
         // The strict view's cuts: the forward's block outputs, where checkpoints go.
-        let cuts: Vec<NodeId> = views
-            .first()
-            .map(|b| b.view.stored.iter().filter_map(|s| s.first().copied()).collect())
-            .unwrap_or_default();
+        let cuts = views.first().map(|b| b.view.cut_nodes()).unwrap_or_default();
         Prepared { views, selective: SelectivePlans::of(graph, order, &cuts, deadline) }
     }
 

@@ -71,6 +71,14 @@ pub struct Shape {
     pub prefix: usize,
 }
 
+impl Shape {
+    /// Whether the value at forward position `i`, of `ratio` cost per byte, goes (checkpoints
+    /// aside).
+    fn drops(&self, i: usize, ratio: f64) -> bool {
+        i < self.prefix || ratio <= self.threshold
+    }
+}
+
 /// One selective plan: its shape and what the memory model measures of it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Measured {
@@ -248,7 +256,7 @@ impl SelectivePlans {
         let mut since = 0u64;
         for (i, &v) in self.forward.iter().enumerate() {
             let Some(ratio) = self.ratio[v.index()] else { continue };
-            let cheap = i < shape.prefix || ratio <= shape.threshold;
+            let cheap = shape.drops(i, ratio);
             if self.cut[v.index()] {
                 if !cheap || shape.spacing.is_some_and(|s| since >= s) {
                     since = 0;
@@ -269,9 +277,7 @@ impl SelectivePlans {
         self.forward
             .iter()
             .enumerate()
-            .filter(|&(i, v)| {
-                self.cut[v.index()] && self.ratio[v.index()].is_some_and(|r| i < shape.prefix || r <= shape.threshold)
-            })
+            .filter(|&(i, v)| self.cut[v.index()] && self.ratio[v.index()].is_some_and(|r| shape.drops(i, r)))
             .map(|(_, &v)| v)
             .filter(|v| !recomputed.contains(v))
             .collect()
@@ -398,7 +404,7 @@ mod tests {
 
     /// The residual step's block outputs, as the hierarchical planner hands them over.
     fn block_outputs(graph: &Graph, order: &[NodeId]) -> Vec<NodeId> {
-        ChainView::of(graph, order).stored.iter().filter_map(|s| s.first().copied()).collect()
+        ChainView::of(graph, order).cut_nodes()
     }
 
     #[test]

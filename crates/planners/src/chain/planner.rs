@@ -219,6 +219,11 @@ impl ChainView {
         Self::cut(graph, order, false, None, None).0
     }
 
+    /// The cut nodes a_1..a_L: the block outputs, in forward order.
+    pub fn cut_nodes(&self) -> Vec<NodeId> {
+        self.stored.iter().filter_map(|s| s.first().copied()).collect()
+    }
+
     /// The strict view with its stages merged in pairs, from the first stage and from the
     /// second (none when it has fewer than three): a merged block's menu can drop what its
     /// first half hands its second (a stem's activation, recomputed late in the next block's
