@@ -42,6 +42,48 @@ pub fn polish(graph: &Graph, schedule: &[remat_graph::NodeId], target: u64) -> S
     polish_until(graph, schedule, target, Deadline::NONE).0
 }
 
+/// `schedule` with every value made from nothing resident (its inputs all arguments or
+/// constants that own no bytes) recomputed right before each reader that does not follow the
+/// previous use (or the making) at once; `None` where there is no such reader. The copies cost their work and
+/// hold nothing between uses, so polishing the result can drop dearer recomputations the held
+/// value made necessary, and drops the copies back where there is room (a constant broadcast
+/// held across a recurrent step's whole backward: docs/bench/README.md, "Paired blocks").
+pub(crate) fn sources_just_in_time(graph: &Graph, schedule: &[remat_graph::NodeId]) -> Option<Schedule> {
+    let is_source = |v: remat_graph::NodeId| {
+        let node = graph.node(v);
+        !node.argument
+            && node.pure
+            && !node.output
+            && node.bytes > 0
+            && node.view_of.is_none()
+            && node.reuses.is_none()
+            && graph.preds(v).iter().all(|&p| {
+                let input = graph.node(p);
+                input.argument || (input.bytes == 0 && input.view_of.is_none())
+            })
+    };
+    // Per node: the step of the last use of its current instance.
+    let mut last_use = vec![usize::MAX; graph.len()];
+    let mut out = Vec::with_capacity(schedule.len());
+    let mut inserted = 0;
+    for &v in schedule {
+        let mut read: Vec<remat_graph::NodeId> = graph.preds(v).to_vec();
+        read.sort_unstable();
+        read.dedup();
+        for u in read {
+            let last = last_use[u.index()];
+            if last != usize::MAX && last + 1 < out.len() && is_source(u) {
+                out.push(u);
+                inserted += 1;
+            }
+            last_use[u.index()] = out.len();
+        }
+        last_use[v.index()] = out.len();
+        out.push(v);
+    }
+    (inserted > 0).then_some(out)
+}
+
 /// [`polish`], stopped once `deadline` passes: the drops taken by then are kept (each one
 /// keeps the schedule valid and within the target on its own), the rest are not tried. The
 /// flag says whether the deadline cut it short (a schedule with nothing to drop never is).
@@ -329,6 +371,34 @@ mod tests {
         assert_eq!(t.max(3, 4), 7);
         t.add(0, 4, -1);
         assert_eq!(t.max(2, 2), 11);
+    }
+
+    #[test]
+    fn a_source_recomputed_where_read_lets_polishing_drop_a_dearer_recomputation() {
+        // S (10 B, cost 1) is made from a constant and read by P and, much later, by D; X
+        // (10 B, cost 100) too. Holding both through C peaks at 31, so the plan recomputes X
+        // before D (peak 22). With S recomputed before D instead of held, X fits held.
+        let mut g = GraphBuilder::new();
+        let k = g.add(NodeSpec::op("K", 0, 0.0), &[]);
+        let s = g.add(NodeSpec::op("S", 10, 1.0), &[k]);
+        let x = g.add(NodeSpec::op("X", 10, 100.0), &[]);
+        let p = g.add(NodeSpec::op("P", 1, 1.0), &[s, x]);
+        let c = g.add(NodeSpec::op("C", 10, 1.0), &[p]);
+        let e = g.add(NodeSpec::op("E", 1, 1.0), &[c]);
+        let d = g.add(NodeSpec::op("D", 1, 1.0).output(), &[s, x, e]);
+        let g = g.finish().unwrap();
+        let plan = vec![k, s, x, p, c, e, x, d];
+        assert_eq!(simulate(&g, &plan).unwrap().peak_bytes, 22);
+        assert_eq!(polish(&g, &plan, 22), plan, "nothing to drop as it stands");
+        let copied = sources_just_in_time(&g, &plan).unwrap();
+        // S and X before each reader a step or more after their last use.
+        assert_eq!(copied, vec![k, s, x, s, x, p, c, e, x, s, x, d]);
+        let polished = polish(&g, &copied, 22);
+        let sim = simulate(&g, &polished).unwrap();
+        assert_eq!((sim.peak_bytes, sim.cost), (22, 106.0), "{polished:?}");
+        assert_eq!(polished.iter().filter(|&&v| v == x).count(), 1, "X runs once");
+        // Reads that follow the making at once are left alone.
+        assert_eq!(sources_just_in_time(&g, &[k, s]), None);
     }
 
     #[test]
