@@ -44,10 +44,11 @@ pub fn polish(graph: &Graph, schedule: &[remat_graph::NodeId], target: u64) -> S
 
 /// `schedule` with every value made from nothing resident (its inputs all arguments or
 /// constants that own no bytes) recomputed right before each reader that does not follow the
-/// previous use (or the making) at once; `None` where there is no such reader. The copies cost their work and
-/// hold nothing between uses, so polishing the result can drop dearer recomputations the held
-/// value made necessary, and drops the copies back where there is room (a constant broadcast
-/// held across a recurrent step's whole backward: docs/bench/README.md, "Paired blocks").
+/// previous use (or the making) at once; `None` where there is no such reader. The copies
+/// cost their work and hold nothing between uses, so polishing the result can drop dearer
+/// recomputations the held value made necessary, and drops the copies back where there is
+/// room (a constant broadcast held across a recurrent step's whole backward:
+/// docs/bench/README.md, "Paired blocks").
 pub(crate) fn sources_just_in_time(graph: &Graph, schedule: &[remat_graph::NodeId]) -> Option<Schedule> {
     let is_source = |v: remat_graph::NodeId| {
         let node = graph.node(v);
