@@ -476,8 +476,8 @@ impl<'r> Solve<'r> {
         if options.warm_start {
             for name in WARM_STARTS {
                 let Some(planner) = crate::strategy(name) else { continue };
-                let Ok(raw) = planner.plan(&PlanRequest { options: request.options, ..*request }) else { continue };
-                let schedule = finish(request.graph, raw, request.budget, request.options);
+                let request = PlanRequest { options: request.options, ..*request };
+                let Ok(schedule) = crate::plan_finished(planner, &request) else { continue };
                 if let Ok(sim) = simulate(request.graph, &schedule) {
                     heuristics.push(Heuristic { name, schedule, peak: sim.peak_bytes, cost: sim.cost });
                 }
@@ -617,7 +617,7 @@ impl<'r> Solve<'r> {
             plan_budget = Some(lower.min(planned.saturating_sub(1)));
             let planner = crate::strategy(h.name)?;
             let request = PlanRequest { budget: plan_budget, ..*self.request };
-            let replanned = finish(graph, planner.plan(&request).ok()?, plan_budget, self.request.options);
+            let replanned = crate::plan_finished(planner, &request).ok()?;
             // A plan that does not depend on the budget (the input order) stays over it.
             if replanned == schedule {
                 return None;

@@ -30,6 +30,7 @@ pub mod polish;
 pub mod selective;
 pub mod step;
 pub mod sweep;
+mod trade;
 pub mod treedec;
 pub mod treewidth;
 
@@ -581,6 +582,19 @@ pub enum PlanFailure {
     /// The budget cannot be met by this strategy.
     #[error(transparent)]
     Infeasible(#[from] Infeasible),
+}
+
+/// `planner`'s plan for `request`, finished as [`measure_plan`] finishes it: the strategy's own
+/// polished form where it made one for this budget (hierarchical's winner may be one no
+/// polishing of its raw plan reaches), else the raw plan polished. Host transfers are not
+/// kept: for warm starts and other plans compared as schedules alone.
+pub(crate) fn plan_finished(planner: &dyn Planner, request: &PlanRequest<'_>) -> Result<Schedule, PlanError> {
+    let (raw, mut details) = planner.plan_detailed(request)?;
+    let options = request.options;
+    match details.polished.take().filter(|p| options.polish && Some(p.target) == request.budget) {
+        Some(p) if details.transfers.is_empty() => Ok(p.schedule),
+        _ => Ok(finish(request.graph, raw, request.budget, options)),
+    }
 }
 
 /// Plans with `planner` and measures the plan (polished unless polishing is off) without

@@ -1,0 +1,355 @@
+//! Trading a dear recomputation for cheaper ones: a local search over any plan within a
+//! budget.
+//!
+//! Polishing ([`crate::polish`]) only removes steps, so it keeps a plan's choice of *which*
+//! values make room. A planner that decides in whole blocks often makes room with a dear value
+//! (a convolution's result, recomputed for the backward) where a few cheap ones would do (the
+//! normalization and activation after it, 9× cheaper per byte in a ResNet step). The move
+//! here: drop one recomputation (its readers read the value's previous instance, which now
+//! lives through the gap), then repair the steps that pushes over the budget by *splitting*
+//! other values' lifetimes: an instance held idle across those steps between two of its
+//! reads is recomputed right before the later read, together with those of its inputs that
+//! are no longer resident there (a short chain). Splits are taken greedily by the over-budget
+//! bytes they free per unit of cost, until every step fits; the trade is kept when the
+//! repaired plan, simulated exactly, is within the budget and cheaper. Dearest recomputations
+//! are tried first, each once per pass; passes repeat while one makes a trade (a trade can
+//! make room for one that failed before).
+//!
+//! Every schedule it keeps was simulated by [`remat_graph::lifetimes`], so the memory model's
+//! views, buffer reuse and fusion are decided exactly; the split estimates ignore them and only
+//! rank candidates. Values with views, views, impure nodes and arguments are never split. The
+//! work is capped in simulated steps ([`WORK_STEPS`]), so the result does not depend on the
+//! machine's speed; the deadline only stops it earlier.
+
+use crate::Deadline;
+use remat_graph::{lifetimes, simulate, Graph, NodeId, Schedule};
+
+/// At most this many schedule steps simulated over one search (a few seconds at most), so the
+/// result does not depend on the machine; each trial costs a few simulations.
+const WORK_STEPS: usize = 20_000_000;
+
+/// The search stops after this many trials in a row that found no trade (on a plan whose
+/// recomputations are all needed, it would otherwise spend its whole work budget).
+const PATIENCE: usize = 256;
+
+/// At most this many splits repair one dropped recomputation.
+const MAX_SPLITS: usize = 48;
+
+/// Spans of at most this many over-budget steps get a split's gain summed step by step.
+const EXACT_SPAN: usize = 256;
+
+/// At most this many nodes recomputed by one split (the value and inputs no longer resident).
+const MAX_CHAIN: usize = 8;
+
+/// `schedule`, cheaper and still within `target`, after the trades that pay (module docs), and
+/// how many were made; `None` where none pays, or where `schedule` is invalid or over `target`.
+pub(crate) fn trade_recomputations(
+    graph: &Graph,
+    schedule: &[NodeId],
+    target: u64,
+    deadline: Deadline,
+) -> Option<(Schedule, usize)> {
+    let start = simulate(graph, schedule).ok().filter(|s| s.peak_bytes <= target)?;
+    let splittable = splittable_nodes(graph);
+    let mut work = Work { left: WORK_STEPS, deadline };
+    let mut current = schedule.to_vec();
+    let mut current_cost = start.cost;
+    let mut traded = 0;
+    // A pass tries each recomputation once, dearest first (a node whose trial failed is not
+    // tried again in the pass, the list being rebuilt after each trade); passes repeat while
+    // one makes a trade, since a trade can make room for one that failed before.
+    let mut failed = vec![false; graph.len()];
+    let mut failed_in_a_row = 0;
+    let mut traded_in_pass = 0;
+    'search: loop {
+        for j in recomputations_dearest_first(graph, &current) {
+            let node = current[j];
+            let dropped_cost = graph.node(node).cost;
+            if dropped_cost <= 0.0 || failed_in_a_row == PATIENCE {
+                break;
+            }
+            if failed[node.index()] {
+                continue;
+            }
+            if !work.spend(current.len()) {
+                break 'search;
+            }
+            failed_in_a_row += 1;
+            failed[node.index()] = true;
+            let mut trial = current.clone();
+            trial.remove(j);
+            let Some(repaired) = repair(graph, &splittable, trial, target, dropped_cost, &mut work) else { continue };
+            if !work.spend(repaired.len()) {
+                break 'search;
+            }
+            let Ok(sim) = simulate(graph, &repaired) else { continue };
+            if sim.peak_bytes <= target && sim.cost < current_cost * (1.0 - 1e-12) {
+                tracing::trace!(
+                    target: "remat_planners::trade",
+                    dropped = %graph.node(node).name,
+                    from = current_cost,
+                    to = sim.cost,
+                    "trade kept"
+                );
+                current = repaired;
+                current_cost = sim.cost;
+                traded += 1;
+                traded_in_pass += 1;
+                failed_in_a_row = 0;
+                failed[node.index()] = false;
+                continue 'search;
+            }
+        }
+        if traded_in_pass == 0 {
+            break;
+        }
+        traded_in_pass = 0;
+        failed_in_a_row = 0;
+        failed.fill(false);
+    }
+    tracing::debug!(target: "remat_planners::trade", traded, work_left = work.left, from = start.cost, to = current_cost, "trades");
+    (traded > 0).then_some((current, traded))
+}
+
+/// The simulation budget of one search.
+struct Work {
+    left: usize,
+    deadline: Deadline,
+}
+
+impl Work {
+    /// Takes `steps` from the budget; false once it (or the deadline) is spent.
+    fn spend(&mut self, steps: usize) -> bool {
+        if self.left < steps || self.deadline.expired() {
+            self.left = 0;
+            return false;
+        }
+        self.left -= steps;
+        true
+    }
+}
+
+/// Nodes a split may recompute: pure, owning bytes, neither a view nor viewed, not an
+/// argument.
+fn splittable_nodes(graph: &Graph) -> Vec<bool> {
+    graph
+        .ids()
+        .map(|v| {
+            let node = graph.node(v);
+            !node.argument
+                && node.pure
+                && node.view_of.is_none()
+                && node.workspace == 0
+                && !graph.succs(v).iter().any(|&s| graph.node(s).view_of == Some(v))
+        })
+        .collect()
+}
+
+/// Steps that recompute a node (not its first instance, not a view), dearest first, then by
+/// position.
+fn recomputations_dearest_first(graph: &Graph, schedule: &[NodeId]) -> Vec<usize> {
+    let mut seen = vec![false; graph.len()];
+    let mut steps = Vec::new();
+    for (j, &v) in schedule.iter().enumerate() {
+        if std::mem::replace(&mut seen[v.index()], true) && graph.node(v).view_of.is_none() {
+            steps.push(j);
+        }
+    }
+    steps.sort_by(|&a, &b| graph.node(schedule[b]).cost.total_cmp(&graph.node(schedule[a]).cost).then(a.cmp(&b)));
+    steps
+}
+
+/// `schedule` with splits added until every step is within `target`, their cost under
+/// `limit`; `None` where that fails.
+fn repair(
+    graph: &Graph,
+    splittable: &[bool],
+    mut schedule: Schedule,
+    target: u64,
+    limit: f64,
+    work: &mut Work,
+) -> Option<Schedule> {
+    let mut added = 0.0;
+    for _ in 0..=MAX_SPLITS {
+        if !work.spend(schedule.len()) {
+            return None;
+        }
+        let life = lifetimes(graph, &schedule).ok()?;
+        let over: Vec<usize> = (0..schedule.len()).filter(|&t| life.step_bytes[t] > target).collect();
+        if over.is_empty() {
+            return Some(schedule);
+        }
+        let (position, chain, cost) = best_split(graph, splittable, &schedule, &life, &over, target)?;
+        added += cost;
+        if added >= limit {
+            return None;
+        }
+        schedule.splice(position..position, chain);
+    }
+    None
+}
+
+/// The split freeing the most over-budget bytes per unit of cost: where to insert, the nodes
+/// to recompute there in schedule order, and their cost.
+fn best_split(
+    graph: &Graph,
+    splittable: &[bool],
+    schedule: &[NodeId],
+    life: &remat_graph::Lifetimes,
+    over: &[usize],
+    target: u64,
+) -> Option<(usize, Vec<NodeId>, f64)> {
+    let steps = schedule.len();
+    // Excess over the budget, summed over the over-budget steps before each of them.
+    let mut excess_before = Vec::with_capacity(over.len() + 1);
+    excess_before.push(0u64);
+    for &t in over {
+        excess_before.push(excess_before.last().unwrap() + (life.step_bytes[t] - target));
+    }
+    // Per instance (its step), the steps that read it; per node, its instances.
+    let mut reads: Vec<Vec<usize>> = vec![Vec::new(); steps];
+    let mut instances: Vec<Vec<usize>> = vec![Vec::new(); graph.len()];
+    let mut latest = vec![usize::MAX; graph.len()];
+    for (i, &v) in schedule.iter().enumerate() {
+        for &p in graph.preds(v) {
+            let k = latest[p.index()];
+            if k != usize::MAX && reads[k].last() != Some(&i) {
+                reads[k].push(i);
+            }
+        }
+        latest[v.index()] = i;
+        instances[v.index()].push(i);
+    }
+    let (first_over, last_over) = (over[0], over[over.len() - 1]);
+    let mut best: Option<(f64, usize, Vec<NodeId>, f64)> = None;
+    for (k, &v) in schedule.iter().enumerate() {
+        let bytes = graph.node(v).bytes;
+        if !splittable[v.index()] || bytes == 0 || life.fused[k] || k >= last_over || life.end[k] <= first_over {
+            continue;
+        }
+        let events = std::iter::once(k).chain(reads[k].iter().copied());
+        for (a, b) in events.clone().zip(events.skip(1)) {
+            // Over-budget steps strictly between the two events, where the value sits idle.
+            let lo = over.partition_point(|&t| t <= a);
+            let hi = over.partition_point(|&t| t < b);
+            if lo >= hi {
+                continue;
+            }
+            // The excess it removes: exactly over a short span, else bounded both ways.
+            let gain = if hi - lo <= EXACT_SPAN {
+                over[lo..hi].iter().map(|&t| (life.step_bytes[t] - target).min(bytes)).sum::<u64>()
+            } else {
+                (bytes * (hi - lo) as u64).min(excess_before[hi] - excess_before[lo])
+            } as f64;
+            let Some((chain, cost)) = chain_at(graph, splittable, life, &instances, v, b) else {
+                continue;
+            };
+            let score = gain / cost.max(f64::MIN_POSITIVE);
+            if best.as_ref().is_none_or(|(s, ..)| score > *s) {
+                best = Some((score, b, chain, cost));
+            }
+        }
+    }
+    best.map(|(_, b, chain, cost)| (b, chain, cost))
+}
+
+/// The nodes to run right before step `at` to recompute `v` there: `v` and, transitively,
+/// inputs whose latest instance before `at` is no longer live at `at`, in schedule order;
+/// `None` when one of them may not be recomputed or the chain is too long.
+fn chain_at(
+    graph: &Graph,
+    splittable: &[bool],
+    life: &remat_graph::Lifetimes,
+    instances: &[Vec<usize>],
+    v: NodeId,
+    at: usize,
+) -> Option<(Vec<NodeId>, f64)> {
+    let mut chain = vec![v];
+    let mut stack = vec![v];
+    while let Some(u) = stack.pop() {
+        for &p in graph.preds(u) {
+            if graph.node(p).argument || chain.contains(&p) {
+                continue;
+            }
+            let mine = &instances[p.index()];
+            let latest = mine[..mine.partition_point(|&i| i < at)].last().copied()?;
+            let output_held = graph.node(p).output && latest == *mine.last()?;
+            if life.end[latest] >= at || output_held {
+                continue;
+            }
+            if !splittable[p.index()] || chain.len() == MAX_CHAIN {
+                return None;
+            }
+            chain.push(p);
+            stack.push(p);
+        }
+    }
+    // Schedule order of first instances is topological.
+    chain.sort_by_key(|u| instances[u.index()][0]);
+    let cost = chain.iter().map(|&u| graph.node(u).cost).sum();
+    Some((chain, cost))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use remat_graph::random::{random_schedule, RandomDag};
+    use remat_graph::{GraphBuilder, NodeSpec};
+
+    #[test]
+    fn a_dear_recomputation_gives_way_to_a_cheap_one() {
+        // X (10 B, cost 100) and Y (10 B, cost 1, from X's input-free sibling S) are both read
+        // by the forward and again at the end; the big C in between leaves room for one of
+        // them. The plan recomputes X; recomputing Y (from S, still held) is cheaper.
+        let mut g = GraphBuilder::new();
+        let x = g.add(NodeSpec::op("X", 10, 100.0), &[]);
+        let s = g.add(NodeSpec::op("S", 2, 50.0), &[]);
+        let y = g.add(NodeSpec::op("Y", 10, 1.0), &[s]);
+        let p = g.add(NodeSpec::op("P", 1, 1.0), &[x, y]);
+        let c = g.add(NodeSpec::op("C", 10, 1.0), &[p]);
+        let e = g.add(NodeSpec::op("E", 1, 1.0), &[c]);
+        let d = g.add(NodeSpec::op("D", 1, 1.0).output(), &[x, y, s, e]);
+        let g = g.finish().unwrap();
+        let plan = vec![x, s, y, p, c, e, x, d];
+        let sim = simulate(&g, &plan).unwrap();
+        assert_eq!((sim.peak_bytes, sim.cost), (24, 255.0));
+        let (traded, trades) = trade_recomputations(&g, &plan, 24, Deadline::NONE).expect("a cheaper plan");
+        assert_eq!(trades, 1);
+        let sim = simulate(&g, &traded).unwrap();
+        assert!(sim.peak_bytes <= 24, "{traded:?}");
+        assert_eq!(sim.cost, 156.0, "{traded:?}");
+        assert_eq!(traded.iter().filter(|&&v| v == x).count(), 1, "X runs once: {traded:?}");
+        // Already the cheapest: nothing to trade.
+        assert_eq!(trade_recomputations(&g, &traded, 24, Deadline::NONE), None);
+    }
+
+    #[test]
+    fn trades_keep_random_plans_valid_within_their_peak_and_cheaper() {
+        // Random steps with views, impure ops, buffer reuse and fusion; random plans with
+        // recomputations, each traded at its own peak.
+        let mut traded_plans = 0;
+        for seed in 0..400u64 {
+            let shape = RandomDag {
+                ops: 12 + (seed % 30) as usize,
+                reuse_percent: 15,
+                fuse_percent: 15,
+                ..RandomDag::default()
+            };
+            let g = shape.generate(seed);
+            // Polished first, so that only trades with splits pay.
+            let random = random_schedule(&g, seed, 40);
+            let peak = simulate(&g, &random).unwrap().peak_bytes;
+            let plan = crate::polish::polish(&g, &random, peak);
+            let before = simulate(&g, &plan).unwrap();
+            let Some((traded, _)) = trade_recomputations(&g, &plan, before.peak_bytes, Deadline::NONE) else {
+                continue;
+            };
+            let after = simulate(&g, &traded).unwrap_or_else(|e| panic!("seed {seed}: invalid {e:?}"));
+            assert!(after.peak_bytes <= before.peak_bytes, "seed {seed}: {} > {}", after.peak_bytes, before.peak_bytes);
+            assert!(after.cost < before.cost, "seed {seed}: {} ≥ {}", after.cost, before.cost);
+            traded_plans += 1;
+        }
+        // 167 of them at this change: random plans recompute dear values where cheap ones do.
+        assert!(traded_plans >= 100, "only {traded_plans} of 400 plans traded");
+    }
+}
