@@ -1188,7 +1188,8 @@ impl HierarchicalRemat {
     }
 
     /// `chosen` with its dear recomputations traded for cheaper ones where that pays
-    /// ([`crate::trade`]: the DP makes room a block at a time), polished again.
+    /// ([`crate::trade`]: the DP makes room a block at a time), polished again. A traded plan is
+    /// cheaper and within the budget, and polishing keeps both.
     fn traded(graph: &Graph, budget: u64, options: &crate::PlannerOptions, chosen: Chosen) -> Chosen {
         if !options.polish {
             return chosen;
@@ -1198,16 +1199,9 @@ impl HierarchicalRemat {
         else {
             return chosen;
         };
-        let (traded, cut) = crate::polish::polish_until(graph, &traded, budget, options.deadline);
-        let cost = |s: &Schedule| simulate(graph, s).ok().filter(|s| s.peak_bytes <= budget).map(|s| s.cost);
-        match (cost(&traded), cost(schedule)) {
-            (Some(new), Some(old)) if new < old => {
-                tracing::debug!(from = old, to = new, trades, "hierarchical traded");
-                let polished = Some(crate::Polished { target: budget, schedule: traded, cut });
-                Chosen { polished, traded: trades, ..chosen }
-            }
-            _ => chosen,
-        }
+        tracing::debug!(trades, "hierarchical traded");
+        let (schedule, cut) = crate::polish::polish_until(graph, &traded, budget, options.deadline);
+        Chosen { polished: Some(crate::Polished { target: budget, schedule, cut }), traded: trades, ..chosen }
     }
 
     /// The menus' DP passes a view gets: (counting outputs, backward term).

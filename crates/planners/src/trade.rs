@@ -129,7 +129,7 @@ impl Work {
     }
 }
 
-/// Nodes a split may recompute: pure, owning bytes, neither a view nor viewed, not an
+/// Nodes a split may recompute: pure, neither a view nor viewed, no loop workspace, not an
 /// argument.
 fn splittable_nodes(graph: &Graph) -> Vec<bool> {
     graph
