@@ -380,23 +380,26 @@ mod tests {
         assert_eq!(trade_recomputations(&g, &traded, 24, Deadline::NONE), None);
     }
 
+    /// A random step with views, impure ops, buffer reuse and fusion, and a random plan of it
+    /// recomputing about `recompute_percent` % of its steps, polished at its own peak.
+    fn polished_random_plan(seed: u64, recompute_percent: u64) -> (Graph, Schedule) {
+        let shape =
+            RandomDag { ops: 12 + (seed % 30) as usize, reuse_percent: 15, fuse_percent: 15, ..RandomDag::default() };
+        let g = shape.generate(seed);
+        let random = random_schedule(&g, seed, recompute_percent);
+        let peak = simulate(&g, &random).unwrap().peak_bytes;
+        let plan = crate::polish::polish(&g, &random, peak);
+        (g, plan)
+    }
+
     #[test]
     fn trades_keep_random_plans_valid_within_their_peak_and_cheaper() {
         // Random steps with views, impure ops, buffer reuse and fusion; random plans with
         // recomputations, each traded at its own peak.
         let mut traded_plans = 0;
         for seed in 0..400u64 {
-            let shape = RandomDag {
-                ops: 12 + (seed % 30) as usize,
-                reuse_percent: 15,
-                fuse_percent: 15,
-                ..RandomDag::default()
-            };
-            let g = shape.generate(seed);
             // Polished first, so that only trades with splits pay.
-            let random = random_schedule(&g, seed, 40);
-            let peak = simulate(&g, &random).unwrap().peak_bytes;
-            let plan = crate::polish::polish(&g, &random, peak);
+            let (g, plan) = polished_random_plan(seed, 40);
             let before = simulate(&g, &plan).unwrap();
             let Some((traded, _)) = trade_recomputations(&g, &plan, before.peak_bytes, Deadline::NONE) else {
                 continue;
@@ -433,16 +436,7 @@ mod tests {
     fn descents_of_random_plans_are_valid_and_within_their_target() {
         let mut descended_plans = 0;
         for seed in 0..300u64 {
-            let shape = RandomDag {
-                ops: 12 + (seed % 30) as usize,
-                reuse_percent: 15,
-                fuse_percent: 15,
-                ..RandomDag::default()
-            };
-            let g = shape.generate(seed);
-            let random = random_schedule(&g, seed, 20);
-            let peak = simulate(&g, &random).unwrap().peak_bytes;
-            let plan = crate::polish::polish(&g, &random, peak);
+            let (g, plan) = polished_random_plan(seed, 20);
             let peak = simulate(&g, &plan).unwrap().peak_bytes;
             let target = peak - peak / [10, 5, 3][seed as usize % 3];
             let Some((descended, splits)) = descend(&g, &plan, target, Deadline::NONE) else { continue };
