@@ -1075,14 +1075,14 @@ struct Chosen {
     /// Its dear recomputations traded for cheaper ones (0: none paid).
     traded: usize,
     /// Where the budget is below the least the block plans reach: that least, and the splits
-    /// that brought its plan within the budget ([`crate::trade::descend`]).
+    /// that brought their plan there within the budget ([`crate::trade::descend`]).
     descended: Option<Descended>,
 }
 
 /// How a plan went below the least memory of the block plans.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Descended {
-    /// The smallest budget the block plans meet (the plan split from).
+    /// The peak of the block plan split from: the least the block plans reach.
     pub from: u64,
     /// Values recomputed by the splits (schedule steps added).
     pub splits: usize,
