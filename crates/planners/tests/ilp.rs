@@ -254,9 +254,11 @@ fn the_anchor_bound_holds_for_every_schedule() {
         }
     }
     println!("{cases} budgets; the anchor bound proves recomputation in {recomputing}, sets the gap in {from_anchor}");
-    // Every budget is below the input order's peak and planned; the bound proves some
-    // recomputation at 6 of them, and is what the gap is measured from at 4.
-    assert_eq!((cases, recomputing, from_anchor), (40, 6, 4), "budgets, bounds above the baseline, gaps from it");
+    // Every budget is below the input order's peak; 43 are planned (the rounding falls back on
+    // the hierarchical plan, which reaches the least budget at 3 more since it splits from the
+    // heuristics' plans too); the bound proves some recomputation at 7 of them, and is what
+    // the gap is measured from at 5.
+    assert_eq!((cases, recomputing, from_anchor), (43, 7, 5), "budgets, bounds above the baseline, gaps from it");
 }
 
 /// A budget the input order meets needs no solver: the input order, proven optimal (each node
