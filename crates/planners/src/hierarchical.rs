@@ -116,14 +116,17 @@
 //! # Beside the blocks
 //!
 //! The fast heuristics ([`SEEDS`]: greedy, DTR) plan the step at the budget too, and their plans
-//! compete with the block plans, polished and traded like them; below the block plans' least,
-//! the heuristics' least-memory plans that peak lower are split beside theirs. They evict
+//! compete with the block plans once traded: each polished and, where that is cheaper than the
+//! best plan so far, traded, the cheapest after trading standing (trading reverses their order
+//! both ways: on resnet18's layout at 60 % DTR's plan is the cheaper untraded, the block plan
+//! traded). Below the block plans' least, the heuristics' least-memory plans that peak lower
+//! are split beside theirs. They evict
 //! value by value along the input order, which on a ResNet (whose residual sums the blocks hold
 //! as checkpoints, beside the growing parameter gradients) reaches budgets and costs no block
 //! plan does: on the bundled linalg ResNet the least falls from 1.31 MiB to 833 KiB, and at 40 %
 //! greedy's plan traded costs +4.7 % where greedy's own is +20.8 % and the block plans have
 //! none. Near a transformer's lower bound DTR fits where the block plans do not, at +1041 %
-//! on 240 layers where their split plan costs +52.7 %, so there the cheaper of the two stands. Each heuristic
+//! on 240 layers where their split plan costs +52.7 %, and is not traded. Each heuristic
 //! answers in seconds on 10^5 nodes; with a budget that is the whole of what they add.
 //!
 //! A budget the input order meets is answered with the input order: nothing to recompute.
@@ -217,8 +220,6 @@ enum Dp {
     Chain,
     /// Not a DP: the step's selective recomputation plan ([`crate::selective`]).
     Selective,
-    /// Not a DP: a fast heuristic's plan ([`SEEDS`]).
-    Seed,
 }
 
 /// Which of an option's backward terms the menus' DP charges.
@@ -291,7 +292,7 @@ impl Blocks {
                 };
                 MenuDp::new(self, outputs, dp_budget, backward, nearest, slots).solve().map(|(ops, _)| ops)
             }
-            Dp::Selective | Dp::Seed => None,
+            Dp::Selective => None,
             Dp::Chain => crate::chain::dp::solve_remat_only(&self.view.chain, dp_budget, mem_slots).map(|plan| {
                 plan.ops
                     .iter()
@@ -1213,18 +1214,67 @@ impl HierarchicalRemat {
         goal: Goal,
     ) -> Option<Chosen> {
         let block_plan = Self::best_block_plan(all, graph, budget, options, goal);
-        if block_plan.as_ref().is_some_and(|chosen| chosen.candidate.seed.is_none()) {
-            return block_plan;
-        }
-        // No block plan fits: a heuristic's plan at the budget (it may cost twenty times what
-        // the block plans' least split costs, as DTR's does on a 240-layer transformer near its
-        // lower bound) or the split plans, whichever is cheaper.
-        let descended = Self::descended(all, graph, budget, options, goal);
         let cost = |chosen: &Chosen| simulate(graph, chosen.schedule()).map_or(f64::INFINITY, |s| s.cost);
-        match (block_plan, descended) {
+        let cheaper = |a: Option<Chosen>, b: Option<Chosen>| match (a, b) {
             (Some(a), Some(b)) => Some(if cost(&b) < cost(&a) { b } else { a }),
             (a, b) => a.or(b),
+        };
+        // Below the block plans' least: their split plans (or the heuristics').
+        let best = match block_plan {
+            Some(plan) => Some(plan),
+            None => Self::descended(all, graph, budget, options, goal),
+        };
+        if goal == Goal::Fit {
+            return best;
         }
+        // The heuristics' plans at the budget, each traded where polished it is cheaper than
+        // the best so far traded (or nothing else fits): trading can reverse their order both
+        // ways (DTR's plan for resnet18 at 60 % is cheaper than the block plan untraded, dearer
+        // traded), and a heuristic's plan can cost twenty times the block plans' split (DTR's on
+        // a 240-layer transformer near its lower bound), where trading it would only take time.
+        let mut best = best;
+        for (seed, schedule) in Self::seeds_at(graph, &all.order, Some(budget), options) {
+            let Some(chosen) = Self::seed_plan(all, graph, budget, options, seed, schedule, best.as_ref().map(cost))
+            else {
+                continue;
+            };
+            best = cheaper(best, Some(chosen));
+        }
+        best
+    }
+
+    /// A heuristic's plan at `budget`, polished, and traded where polished it costs less than
+    /// `bar` (or there is none); `None` where it does not fit or costs `bar` or more.
+    fn seed_plan(
+        all: &Prepared,
+        graph: &Graph,
+        budget: u64,
+        options: &crate::PlannerOptions,
+        seed: &'static str,
+        schedule: Schedule,
+        bar: Option<f64>,
+    ) -> Option<Chosen> {
+        if options.deadline.expired() || simulate(graph, &schedule).ok()?.peak_bytes > budget {
+            return None;
+        }
+        let (polished, cut) = crate::polish::polish_until(graph, &schedule, budget, options.deadline);
+        let sim = simulate(graph, &polished).ok().filter(|sim| sim.peak_bytes <= budget)?;
+        if bar.is_some_and(|bar| sim.cost >= bar) {
+            return None;
+        }
+        tracing::debug!(seed, cost = sim.cost, "hierarchical heuristic candidate");
+        let cost = simulate(graph, &schedule).ok()?.cost;
+        let candidate = Candidate { schedule, dp_budget: 0, ops: Vec::new(), cost, selective: None, seed: Some(seed) };
+        let (blocks, menu_options) = all.strict_view_size();
+        let chosen = Chosen {
+            candidate,
+            blocks,
+            options: menu_options,
+            polished: Some(crate::Polished { target: budget, schedule: polished, cut }),
+            traded: 0,
+            descended: None,
+        };
+        Some(Self::traded(graph, budget, options, chosen, Goal::Cheapest))
     }
 
     /// [`Self::best_within`] among the views' and the selective plans alone.
@@ -1235,7 +1285,7 @@ impl HierarchicalRemat {
         options: &crate::PlannerOptions,
         goal: Goal,
     ) -> Option<Chosen> {
-        let coarse = Self::best_coarse(all, graph, budget, options, goal)?;
+        let coarse = Self::best_coarse(all, graph, budget, options)?;
         Self::refine(all, graph, budget, options, coarse, goal)
     }
 
@@ -1333,7 +1383,6 @@ impl HierarchicalRemat {
         graph: &Graph,
         budget: u64,
         options: &crate::PlannerOptions,
-        goal: Goal,
     ) -> Option<(Chosen, usize, Dp)> {
         let deadline = options.deadline;
         // Each with its view's chain length and menu options, the view and the DP.
@@ -1384,28 +1433,6 @@ impl HierarchicalRemat {
             };
             let (blocks, menu_options) = all.strict_view_size();
             candidates.push((candidate, blocks, menu_options, usize::MAX, Dp::Selective));
-        }
-        // The fast heuristics' plans at the budget, where they are within it: they reorder and
-        // evict value by value, which on some steps (a ResNet's, whose residual adds the blocks
-        // hold as checkpoints) reaches budgets or costs no block plan does. A smallest-budget
-        // search meets their least-memory plans in `descended` instead.
-        if goal == Goal::Cheapest {
-            for (name, schedule) in Self::seeds_at(graph, &all.order, Some(budget), options) {
-                let Ok(sim) = simulate(graph, &schedule) else { continue };
-                if sim.peak_bytes <= budget {
-                    tracing::debug!(seed = name, cost = sim.cost, "hierarchical heuristic candidate");
-                    let candidate = Candidate {
-                        schedule,
-                        dp_budget: 0,
-                        ops: Vec::new(),
-                        cost: sim.cost,
-                        selective: None,
-                        seed: Some(name),
-                    };
-                    let (blocks, menu_options) = all.strict_view_size();
-                    candidates.push((candidate, blocks, menu_options, usize::MAX, Dp::Seed));
-                }
-            }
         }
         let raw: Vec<(&Schedule, f64)> = candidates.iter().map(|(c, ..)| (&c.schedule, c.cost)).collect();
         let (best, polished) = crate::cheapest_finished(graph, budget, options, &raw)?;
@@ -1842,7 +1869,7 @@ mod tests {
         let mut refined_cheaper = Vec::new();
         for percent in [80, 60] {
             let budget = baseline * percent / 100;
-            let coarse = HierarchicalRemat::best_coarse(&all, &graph, budget, &options, Goal::Cheapest).unwrap();
+            let coarse = HierarchicalRemat::best_coarse(&all, &graph, budget, &options).unwrap();
             let before = measure(&coarse.0);
             let after =
                 measure(&HierarchicalRemat::refine(&all, &graph, budget, &options, coarse, Goal::Cheapest).unwrap());
