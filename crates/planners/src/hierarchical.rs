@@ -1220,10 +1220,7 @@ impl HierarchicalRemat {
             (a, b) => a.or(b),
         };
         // Below the block plans' least: their split plans (or the heuristics').
-        let best = match block_plan {
-            Some(plan) => Some(plan),
-            None => Self::descended(all, graph, budget, options, goal),
-        };
+        let mut best = block_plan.or_else(|| Self::descended(all, graph, budget, options, goal));
         if goal == Goal::Fit {
             return best;
         }
@@ -1232,7 +1229,6 @@ impl HierarchicalRemat {
         // ways (DTR's plan for resnet18 at 60 % is cheaper than the block plan untraded, dearer
         // traded), and a heuristic's plan can cost twenty times the block plans' split (DTR's on
         // a 240-layer transformer near its lower bound), where trading it would only take time.
-        let mut best = best;
         for (seed, schedule) in Self::seeds_at(graph, &all.order, Some(budget), options) {
             let Some(chosen) = Self::seed_plan(all, graph, budget, options, seed, schedule, best.as_ref().map(cost))
             else {
