@@ -988,24 +988,20 @@ impl StrategyFacts for HierarchicalStats {
             n => format!("; {n} recomputations traded for cheaper ones"),
         };
         let traded = match (self.descended, self.seed) {
-            (None, _) => traded,
+            (None, None) => traded,
+            (None, Some(seed)) => format!("; {seed}'s plan won{traded}"),
             (Some(Descended { from, splits }), None) => {
                 format!("; below the block plans' least ({}) by {splits} recomputed values{traded}", Bytes(from))
             }
-            (Some(Descended { from, splits }), Some(seed)) => {
-                format!("; {seed}'s least-memory plan ({}) split by {splits} recomputed values{traded}", Bytes(from))
-            }
+            (Some(Descended { from, splits }), Some(seed)) => format!(
+                "; below the block plans' least; {seed}'s least-memory plan ({}) split by {splits} recomputed values{traded}",
+                Bytes(from)
+            ),
         };
-        if let (Some(seed), None) = (self.seed, self.descended) {
-            return vec![(
-                "hierarchical".to_string(),
-                format!("{} blocks, {} options; {seed}'s plan won{traded}", self.blocks, self.options),
-            )];
-        }
         if self.seed.is_some() {
             return vec![(
                 "hierarchical".to_string(),
-                format!("{} blocks, {} options; below the block plans' least{traded}", self.blocks, self.options),
+                format!("{} blocks, {} options{traded}", self.blocks, self.options),
             )];
         }
         if let Some(Rule { threshold, checkpoints, prefix_nodes }) = self.selective {
@@ -1250,7 +1246,8 @@ impl HierarchicalRemat {
         schedule: Schedule,
         bar: Option<f64>,
     ) -> Option<Chosen> {
-        if options.deadline.expired() || simulate(graph, &schedule).ok()?.peak_bytes > budget {
+        let raw = simulate(graph, &schedule).ok()?;
+        if options.deadline.expired() || raw.peak_bytes > budget {
             return None;
         }
         let (polished, cut) = crate::polish::polish_until(graph, &schedule, budget, options.deadline);
@@ -1259,8 +1256,8 @@ impl HierarchicalRemat {
             return None;
         }
         tracing::debug!(seed, cost = sim.cost, "hierarchical heuristic candidate");
-        let cost = simulate(graph, &schedule).ok()?.cost;
-        let candidate = Candidate { schedule, dp_budget: 0, ops: Vec::new(), cost, selective: None, seed: Some(seed) };
+        let candidate =
+            Candidate { schedule, dp_budget: 0, ops: Vec::new(), cost: raw.cost, selective: None, seed: Some(seed) };
         let (blocks, menu_options) = all.strict_view_size();
         let chosen = Chosen {
             candidate,
