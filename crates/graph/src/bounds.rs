@@ -1,6 +1,7 @@
-//! A proven lower bound on the peak memory of any schedule.
+//! Proven lower bounds on the peak memory of any schedule.
 
 use crate::graph::{Graph, NodeId};
+use crate::maxflow::FlowNetwork;
 
 /// A lower bound on `peak_bytes` of every valid schedule of `graph`.
 ///
@@ -34,6 +35,143 @@ pub fn lower_bound(graph: &Graph) -> u64 {
     outputs.sort();
     outputs.dedup();
     best.max(resident_bytes(graph, &outputs))
+}
+
+/// A lower bound on `peak_bytes` of every valid schedule of `graph` without host transfers:
+/// [`lower_bound`], raised where the step's outputs cannot all be resident beside its last
+/// large step (docs/memory-model.md, "The lower bound", 3). Computed once per graph.
+///
+/// The argument, for a threshold `B`: call a node *large* when every way to execute it
+/// (unfused, or fused with an input) has a footprint of at least `B` bytes, and let `L` be the
+/// last step of a schedule that executes a large node. At `L`'s step its footprint `F` is
+/// resident; after it only small nodes run, so every output must then be computable from what
+/// is resident at that step by small nodes alone (arguments are always there). The resident
+/// values together with `F` thus form a vertex cut between the large nodes and the outputs,
+/// each value weighing the bytes of its storage, and the step holds at least
+/// `bytes(F) + (the least such cut once F's values weigh nothing)`: one maximum flow per
+/// large node and way of executing it. The bound for `B` is the least of these over the large
+/// nodes, and the result the largest over the thresholds tried. On a training step it counts
+/// the updated parameters beside the footprint of the last matmul that any gradient needs,
+/// where [`lower_bound`] has the parameters alone.
+///
+/// The flows are limited to [`PEAK_BOUND_WORK`] edge visits in all (deterministic, so the
+/// bound is the same on every run); a threshold whose large nodes were not all tried does not
+/// count. Host transfers break the argument (an offloaded value comes back without a step), so
+/// a plan that offloads is measured against [`lower_bound`] alone.
+pub fn peak_lower_bound(graph: &Graph) -> u64 {
+    *graph.peak_bound_memo().get_or_init(|| last_large_step_bound(graph, lower_bound(graph), PEAK_BOUND_WORK))
+}
+
+/// The edge slots [`peak_lower_bound`]'s flows may scan (each flow counted once per edge): a
+/// second at most on a step of 10^5 nodes. A 2,000-node transformer or ResNet step needs about
+/// 10^7, a 9,000-node one (240 layers) about 1.3·10^7.
+pub const PEAK_BOUND_WORK: u64 = 40_000_000;
+
+/// Every way to execute `id` as one step: the storage roots resident at it (result first) and
+/// their bytes (with a taken input buffer counted once, and the workspace), unfused first.
+fn step_footprints(graph: &Graph, id: NodeId) -> Vec<(Vec<NodeId>, u64)> {
+    let mut roots = Vec::new();
+    let bytes = unfused_footprint(graph, id, &mut roots);
+    let mut ways = vec![(roots.clone(), bytes)];
+    for &fused in &graph.node(id).fuses {
+        let inputs = graph.preds(id).iter().copied().filter(|&p| p != fused).chain(graph.preds(fused).iter().copied());
+        let bytes = step_bytes(graph, id, inputs, &mut roots);
+        ways.push((roots.clone(), bytes));
+    }
+    ways
+}
+
+/// The largest bound of [`peak_lower_bound`]'s argument above `floor`, or `floor`, within
+/// `work` edge visits.
+fn last_large_step_bound(graph: &Graph, floor: u64, work: u64) -> u64 {
+    let n = graph.len();
+    let mut outputs: Vec<NodeId> =
+        graph.outputs().map(|o| graph.storage_root(o)).filter(|&r| !graph.node(r).argument).collect();
+    outputs.sort();
+    outputs.dedup();
+    if outputs.is_empty() {
+        return floor;
+    }
+    let ops: Vec<NodeId> = graph.ids().filter(|&v| !graph.node(v).argument).collect();
+    let mut ways: Vec<Vec<(Vec<NodeId>, u64)>> = vec![Vec::new(); n];
+    let mut least = vec![0u64; n];
+    for &v in &ops {
+        ways[v.index()] = step_footprints(graph, v);
+        least[v.index()] = ways[v.index()].iter().map(|w| w.1).min().unwrap_or(0);
+    }
+    let mut thresholds: Vec<u64> = ops.iter().map(|v| least[v.index()]).filter(|&b| b > 0).collect();
+    thresholds.sort_unstable_by(|a, b| b.cmp(a));
+    thresholds.dedup();
+
+    let (source, sink) = (2 * n, 2 * n + 1);
+    let (into, out) = (|v: NodeId| 2 * v.index(), |v: NodeId| 2 * v.index() + 1);
+    let mut best = floor;
+    let mut spent = 0u64;
+    for threshold in thresholds {
+        let large = |v: NodeId| least[v.index()] >= threshold;
+        // The network: a value is an edge in → out weighing its bytes (a view is never cut
+        // itself: cutting its storage root holds it); reads join out → in. A large input
+        // that the reader may compute itself is no edge: fused, the reader needs the input's
+        // inputs instead, and leaving both out can only lower the cut.
+        let mut network = FlowNetwork::new(2 * n + 2);
+        let mut value_edge = vec![usize::MAX; n];
+        for &v in &ops {
+            let node = graph.node(v);
+            let weight = if node.view_of.is_some() { f64::INFINITY } else { node.bytes as f64 };
+            value_edge[v.index()] = network.add_edge(into(v), out(v), weight);
+            for &p in graph.preds(v) {
+                let bypassed = node.fuses.contains(&p) && large(p);
+                if !graph.node(p).argument && !bypassed {
+                    network.add_edge(out(p), into(v), f64::INFINITY);
+                }
+            }
+            if large(v) && node.view_of.is_none() {
+                network.add_edge(source, into(v), f64::INFINITY);
+            }
+        }
+        for &o in &outputs {
+            network.add_edge(out(o), sink, f64::INFINITY);
+        }
+        let solve_work = network.edge_slots() as u64;
+        // The last large step, cheapest footprints first: one at or below `best` ends this
+        // threshold, as it cannot raise the bound.
+        let mut candidates: Vec<(u64, NodeId, usize)> = ops
+            .iter()
+            .filter(|&&v| large(v))
+            .flat_map(|&v| ways[v.index()].iter().enumerate().map(move |(k, w)| (w.1, v, k)))
+            .collect();
+        candidates.sort_unstable();
+        let mut at_threshold = u64::MAX;
+        let mut complete = true;
+        for (bytes, v, k) in candidates {
+            if bytes >= at_threshold {
+                break;
+            }
+            if spent + solve_work > work {
+                complete = false;
+                break;
+            }
+            spent += solve_work;
+            let mut resident = network.clone();
+            for &r in &ways[v.index()][k].0 {
+                if !graph.node(r).argument {
+                    resident.close_edge(value_edge[r.index()]);
+                }
+            }
+            let cut = resident.max_flow(source, sink, 0.5).floor() as u64;
+            at_threshold = at_threshold.min(bytes + cut);
+            if at_threshold <= best {
+                break;
+            }
+        }
+        if complete && at_threshold != u64::MAX {
+            best = best.max(at_threshold);
+        }
+        if !complete {
+            break;
+        }
+    }
+    best
 }
 
 /// The bytes resident at any step that executes `id` unfused: the storage behind its result and

@@ -333,7 +333,7 @@ impl GraphBuilder {
             return Err(GraphError::Cycle { node: NodeId(i as u32), name: self.nodes[i].name.clone() });
         }
         let topo = kahn_order(&self.preds, &succs);
-        Ok(Graph { nodes: self.nodes, preds: self.preds, succs, topo })
+        Ok(Graph { nodes: self.nodes, preds: self.preds, succs, topo, peak_bound: std::sync::OnceLock::new() })
     }
 }
 
@@ -372,9 +372,16 @@ pub struct Graph {
     preds: Vec<Vec<NodeId>>,
     succs: Vec<Vec<NodeId>>,
     topo: Vec<NodeId>,
+    /// [`crate::peak_lower_bound`], computed on first use: reports, sweeps and diagnostics ask
+    /// for it once per plan, and on large steps it takes a good part of a second.
+    peak_bound: std::sync::OnceLock<u64>,
 }
 
 impl Graph {
+    /// The memo behind [`crate::peak_lower_bound`].
+    pub(crate) fn peak_bound_memo(&self) -> &std::sync::OnceLock<u64> {
+        &self.peak_bound
+    }
     /// Number of nodes, arguments included.
     pub fn len(&self) -> usize {
         self.nodes.len()
@@ -466,6 +473,7 @@ impl Graph {
             return Err(GraphError::InvalidFusion { node: consumer, name: self.nodes[i].name.clone(), input });
         }
         self.nodes[i].fuses = producers;
+        self.peak_bound = std::sync::OnceLock::new();
         Ok(())
     }
     /// Whether `consumer` may be said to compute `producer` itself ([`Node::fuses`]'s rules).

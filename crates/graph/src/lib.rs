@@ -24,12 +24,13 @@ mod bounds;
 mod dtrlog;
 mod graph;
 pub mod json;
+pub mod maxflow;
 pub mod random;
 mod simulate;
 pub mod training;
 pub mod units;
 
-pub use bounds::{lower_bound, unfused_footprint};
+pub use bounds::{lower_bound, peak_lower_bound, unfused_footprint};
 pub use dtrlog::{looks_like_dtr_log, read_dtr_log, DtrLogError, DtrLogErrorKind};
 pub use graph::{Graph, GraphBuilder, GraphError, Node, NodeId, NodeSpec};
 pub use simulate::{

@@ -36,10 +36,8 @@
 //! recomputation still costs its work and reads its inputs after `t`; anchors that may fuse an
 //! input are skipped (their step's footprint depends on the schedule).
 
-mod maxflow;
-
 use crate::Deadline;
-use maxflow::FlowNetwork;
+use remat_graph::maxflow::FlowNetwork;
 use remat_graph::{simulate, unfused_footprint, Graph, NodeId};
 use std::time::Instant;
 

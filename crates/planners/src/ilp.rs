@@ -816,7 +816,7 @@ impl<'r> Solve<'r> {
     fn within_budget(&self, stages: Stages, budget: u64) -> Result<(Schedule, Certificate), PlanError> {
         let (f, warm, _) = self.cheaper_start(&stages, budget, &[]);
         // Below the proven lower bound nothing fits: go straight to the least peak.
-        let below_bound = budget < remat_graph::lower_bound(self.request.graph);
+        let below_bound = budget < remat_graph::peak_lower_bound(self.request.graph);
         let lp = if below_bound { None } else { Some(self.solve(&f, true, None)?) };
         if let Some(lp) = lp.filter(|lp| lp.outcome != Outcome::Infeasible) {
             let solved = self.solve(&f, false, warm.as_ref().map(|w| w.1.as_slice()))?;

@@ -610,7 +610,6 @@ pub fn measure_plan(
 ) -> Result<MeasuredPlan, PlanError> {
     let options = &options.with_deadline();
     let baseline = simulate(graph, order).map_err(InvalidRequest::from)?;
-    let bound = lower_bound(graph);
     let started = std::time::Instant::now();
     let (raw_schedule, mut details) = planner.plan_detailed(&PlanRequest { graph, order, budget, options })?;
     let invalid = |error| PlanError::InvalidSchedule { strategy: planner.name(), error };
@@ -629,7 +628,19 @@ pub fn measure_plan(
         details.stop = StopReason::TimeLimit { gap: None };
     }
     let simulation = simulate_with_transfers(graph, &schedule, &details.transfers).map_err(invalid)?;
+    let bound = bound_for(graph, &details.transfers);
     Ok(MeasuredPlan { schedule, simulation, raw, baseline, lower_bound: bound, plan_seconds, details })
+}
+
+/// The proven lower bound a plan with `transfers` is measured against:
+/// [`remat_graph::peak_lower_bound`], or where the plan offloads, [`lower_bound`] (an
+/// offloaded value comes back without a step, which the former's argument does not allow).
+fn bound_for(graph: &Graph, transfers: &[remat_graph::Transfer]) -> u64 {
+    if transfers.is_empty() {
+        remat_graph::peak_lower_bound(graph)
+    } else {
+        lower_bound(graph)
+    }
 }
 
 /// The name plans applied by [`measure_given`] report as their strategy.
@@ -648,7 +659,7 @@ pub fn measure_given(
 ) -> Result<MeasuredPlan, PlanFailure> {
     let baseline = simulate(graph, order).map_err(InvalidRequest::from).map_err(PlanError::from)?;
     let simulation = simulate_with_transfers(graph, &schedule, &transfers).map_err(PlanError::InvalidGiven)?;
-    let lower_bound = lower_bound(graph);
+    let lower_bound = bound_for(graph, &transfers);
     if let Some(budget) = budget.filter(|&b| simulation.peak_bytes > b) {
         let peak = simulation.peak_bytes;
         let infeasible = Infeasible {

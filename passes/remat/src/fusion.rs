@@ -3,7 +3,7 @@
 //! report says about it is a [`FusionSummary`].
 
 use crate::{RematError, RematOptions};
-use remat_graph::{lower_bound, simulate};
+use remat_graph::{peak_lower_bound, simulate};
 use remat_mlir::{apply_fusions, fusion_candidates, FusionPair, ImportedFunction};
 use remat_planners::fusion::{choose_fusions, FusionMode};
 
@@ -51,7 +51,7 @@ pub fn fuse(
         nodes_before: imported.graph.op_count(),
         peak_before: before.peak_bytes,
         cost_before: before.cost,
-        lower_bound_before: lower_bound(&imported.graph),
+        lower_bound_before: peak_lower_bound(&imported.graph),
         fusable_recomputations: 0,
     };
     // Imported again with the options' import settings (buffer reuse), whoever imported it.

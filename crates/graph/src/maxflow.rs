@@ -3,10 +3,13 @@
 //! them joins the source to the sink.
 //!
 //! The flow it returns is feasible up to rounding, so its value never exceeds the minimum cut:
-//! [`super`] uses the value, not the cut, as the proven part of its bound.
+//! the bounds built on it (the peak's [`crate::peak_lower_bound`], the planners' recomputation
+//! bound) use the value, not the cut, as the proven part. With integer capacities below 2^53
+//! (bytes) there is no rounding at all.
 
-/// A flow network being built and then solved once.
-pub(crate) struct FlowNetwork {
+/// A flow network being built and then solved; clone it to solve variants of one network.
+#[derive(Clone, Debug)]
+pub struct FlowNetwork {
     /// Per edge: head, residual capacity; edge `e ^ 1` is `e`'s reverse.
     head: Vec<u32>,
     residual: Vec<f64>,
@@ -18,13 +21,16 @@ pub(crate) struct FlowNetwork {
 const NONE: u32 = u32::MAX;
 
 impl FlowNetwork {
-    pub(crate) fn new(vertices: usize) -> Self {
+    /// A network of `vertices` vertices and no edges.
+    pub fn new(vertices: usize) -> Self {
         FlowNetwork { head: Vec::new(), residual: Vec::new(), first: vec![NONE; vertices], next: Vec::new() }
     }
 
-    /// Adds an edge `from → to` of capacity `capacity` (`f64::INFINITY` allowed).
-    pub(crate) fn add_edge(&mut self, from: usize, to: usize, capacity: f64) {
+    /// Adds an edge `from → to` of capacity `capacity` (`f64::INFINITY` allowed) and returns
+    /// its index, for [`close_edge`](Self::close_edge).
+    pub fn add_edge(&mut self, from: usize, to: usize, capacity: f64) -> usize {
         debug_assert!(capacity >= 0.0);
+        let index = self.head.len();
         for (tail, head, cap) in [(from, to, capacity), (to, from, 0.0)] {
             let e = self.head.len() as u32;
             self.head.push(head as u32);
@@ -32,11 +38,23 @@ impl FlowNetwork {
             self.next.push(self.first[tail]);
             self.first[tail] = e;
         }
+        index
+    }
+
+    /// Sets the residual capacity of edge `edge` (an index from [`add_edge`](Self::add_edge))
+    /// to zero: before any flow, as if it had been added with capacity 0.
+    pub fn close_edge(&mut self, edge: usize) {
+        self.residual[edge] = 0.0;
+    }
+
+    /// The number of edges, reverse edges included: the work of one breadth-first search.
+    pub fn edge_slots(&self) -> usize {
+        self.head.len()
     }
 
     /// Pushes a maximum flow from `source` to `sink` and returns its value. Residual capacities
     /// below `epsilon` count as saturated.
-    pub(crate) fn max_flow(&mut self, source: usize, sink: usize, epsilon: f64) -> f64 {
+    pub fn max_flow(&mut self, source: usize, sink: usize, epsilon: f64) -> f64 {
         let n = self.first.len();
         let mut level = vec![u32::MAX; n];
         let mut current = vec![NONE; n];
@@ -124,7 +142,7 @@ impl FlowNetwork {
 
     /// After [`max_flow`](Self::max_flow): the vertices still reachable from `source` in the
     /// residual network (the source side of a minimum cut).
-    pub(crate) fn source_side(&self, source: usize, epsilon: f64) -> Vec<bool> {
+    pub fn source_side(&self, source: usize, epsilon: f64) -> Vec<bool> {
         let mut seen = vec![false; self.first.len()];
         seen[source] = true;
         let mut stack = vec![source];
