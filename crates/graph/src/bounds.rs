@@ -110,9 +110,7 @@ fn last_large_step_bound(graph: &Graph, floor: u64, work: u64) -> u64 {
     for threshold in thresholds {
         let large = |v: NodeId| least[v.index()] >= threshold;
         // The network: a value is an edge in → out weighing its bytes (a view is never cut
-        // itself: cutting its storage root holds it); reads join out → in. A large input
-        // that the reader may compute itself is no edge: fused, the reader needs the input's
-        // inputs instead, and leaving both out can only lower the cut.
+        // itself: cutting its storage root holds it); reads join out → in.
         let mut network = FlowNetwork::new(2 * n + 2);
         let mut value_edge = vec![usize::MAX; n];
         for &v in &ops {
@@ -120,7 +118,13 @@ fn last_large_step_bound(graph: &Graph, floor: u64, work: u64) -> u64 {
             let weight = if node.view_of.is_some() { f64::INFINITY } else { node.bytes as f64 };
             value_edge[v.index()] = network.add_edge(into(v), out(v), weight);
             for &p in graph.preds(v) {
-                let bypassed = node.fuses.contains(&p) && large(p);
+                // Fused, `v` computes `p` unfused from `p`'s inputs: where that step is small
+                // and `p`'s own unfused step is not, `v` may do without `p` after the last
+                // large step though `p` cannot be made, so the read is no edge (leaving out
+                // what `v` then reads instead can only lower the cut).
+                let fused_small = |k: usize| ways[v.index()][1 + k].1 < threshold;
+                let bypassed = node.fuses.iter().position(|&f| f == p).is_some_and(fused_small)
+                    && ways[p.index()][0].1 >= threshold;
                 if !graph.node(p).argument && !bypassed {
                     network.add_edge(out(p), into(v), f64::INFINITY);
                 }
