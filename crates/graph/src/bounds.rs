@@ -57,7 +57,7 @@ pub fn lower_bound(graph: &Graph) -> u64 {
 /// The flows are limited to [`PEAK_BOUND_WORK`] edge visits in all (deterministic, so the
 /// bound is the same on every run); a threshold whose large nodes were not all tried does not
 /// count. Host transfers break the argument (an offloaded value comes back without a step), so
-/// a plan that offloads is measured against [`lower_bound`] alone.
+/// where offloading is allowed the planners measure plans against [`lower_bound`] alone.
 pub fn peak_lower_bound(graph: &Graph) -> u64 {
     *graph.peak_bound_memo().get_or_init(|| last_large_step_bound(graph, lower_bound(graph), PEAK_BOUND_WORK))
 }

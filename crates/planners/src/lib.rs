@@ -628,18 +628,19 @@ pub fn measure_plan(
         details.stop = StopReason::TimeLimit { gap: None };
     }
     let simulation = simulate_with_transfers(graph, &schedule, &details.transfers).map_err(invalid)?;
-    let bound = bound_for(graph, &details.transfers);
+    let offloading = !details.transfers.is_empty() || options.chain.bandwidth.is_some();
+    let bound = bound_for(graph, offloading);
     Ok(MeasuredPlan { schedule, simulation, raw, baseline, lower_bound: bound, plan_seconds, details })
 }
 
-/// The proven lower bound a plan with `transfers` is measured against:
-/// [`remat_graph::peak_lower_bound`], or where the plan offloads, [`lower_bound`] (an
-/// offloaded value comes back without a step, which the former's argument does not allow).
-fn bound_for(graph: &Graph, transfers: &[remat_graph::Transfer]) -> u64 {
-    if transfers.is_empty() {
-        remat_graph::peak_lower_bound(graph)
-    } else {
+/// The proven lower bound a plan is measured against: [`remat_graph::peak_lower_bound`], or
+/// where schedules may offload (the plan does, or `--bandwidth` allows it), [`lower_bound`]: an
+/// offloaded value comes back without a step, which the former's argument does not allow.
+fn bound_for(graph: &Graph, offloading: bool) -> u64 {
+    if offloading {
         lower_bound(graph)
+    } else {
+        remat_graph::peak_lower_bound(graph)
     }
 }
 
@@ -659,7 +660,7 @@ pub fn measure_given(
 ) -> Result<MeasuredPlan, PlanFailure> {
     let baseline = simulate(graph, order).map_err(InvalidRequest::from).map_err(PlanError::from)?;
     let simulation = simulate_with_transfers(graph, &schedule, &transfers).map_err(PlanError::InvalidGiven)?;
-    let lower_bound = bound_for(graph, &transfers);
+    let lower_bound = bound_for(graph, !transfers.is_empty());
     if let Some(budget) = budget.filter(|&b| simulation.peak_bytes > b) {
         let peak = simulation.peak_bytes;
         let infeasible = Infeasible {
