@@ -21,14 +21,8 @@ pub fn lower_bound(graph: &Graph) -> u64 {
         if node.argument {
             continue;
         }
-        let mut footprint = unfused_footprint(graph, id, &mut roots);
-        // Run fused with a recomputation of an input, it reads that input's inputs instead
-        // (and writes a buffer of its own); the input's own step keeps its term.
-        for &fused in &node.fuses {
-            let inputs =
-                graph.preds(id).iter().copied().filter(|&p| p != fused).chain(graph.preds(fused).iter().copied());
-            footprint = footprint.min(step_bytes(graph, id, inputs, &mut roots));
-        }
+        let mut footprint = u64::MAX;
+        each_way(graph, id, &mut roots, |_, bytes| footprint = footprint.min(bytes));
         best = best.max(footprint);
     }
     let mut outputs: Vec<NodeId> = graph.outputs().map(|o| graph.storage_root(o)).collect();
@@ -67,17 +61,24 @@ pub fn peak_lower_bound(graph: &Graph) -> u64 {
 /// 10^7, a 9,000-node one (240 layers) about 1.3·10^7.
 pub const PEAK_BOUND_WORK: u64 = 40_000_000;
 
-/// Every way to execute `id` as one step: the storage roots resident at it (result first) and
-/// their bytes (with a taken input buffer counted once, and the workspace), unfused first.
-fn step_footprints(graph: &Graph, id: NodeId) -> Vec<(Vec<NodeId>, u64)> {
-    let mut roots = Vec::new();
-    let bytes = unfused_footprint(graph, id, &mut roots);
-    let mut ways = vec![(roots.clone(), bytes)];
+/// Calls `f` with every way to execute `id` as one step: the storage roots resident at it
+/// (result first) and their bytes, unfused first (a taken input buffer counted once, and the
+/// workspace), then fused with each input it may compute itself, which reads that input's
+/// inputs instead and writes a buffer of its own. `roots` is scratch space.
+fn each_way(graph: &Graph, id: NodeId, roots: &mut Vec<NodeId>, mut f: impl FnMut(&[NodeId], u64)) {
+    let bytes = unfused_footprint(graph, id, roots);
+    f(roots, bytes);
     for &fused in &graph.node(id).fuses {
         let inputs = graph.preds(id).iter().copied().filter(|&p| p != fused).chain(graph.preds(fused).iter().copied());
-        let bytes = step_bytes(graph, id, inputs, &mut roots);
-        ways.push((roots.clone(), bytes));
+        let bytes = step_bytes(graph, id, inputs, roots);
+        f(roots, bytes);
     }
+}
+
+/// [`each_way`]'s ways, collected.
+fn step_footprints(graph: &Graph, id: NodeId) -> Vec<(Vec<NodeId>, u64)> {
+    let mut ways = Vec::new();
+    each_way(graph, id, &mut Vec::new(), |roots, bytes| ways.push((roots.to_vec(), bytes)));
     ways
 }
 

@@ -636,7 +636,7 @@ pub fn measure_plan(
 /// The proven lower bound a plan is measured against: [`remat_graph::peak_lower_bound`], or
 /// where schedules may offload (the plan does, or `--bandwidth` allows it), [`lower_bound`]: an
 /// offloaded value comes back without a step, which the former's argument does not allow.
-fn bound_for(graph: &Graph, offloading: bool) -> u64 {
+pub(crate) fn bound_for(graph: &Graph, offloading: bool) -> u64 {
     if offloading {
         lower_bound(graph)
     } else {

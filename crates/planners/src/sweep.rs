@@ -10,7 +10,7 @@
 use crate::auto::{candidate, Candidate};
 use crate::{InvalidRequest, PlanError, PlanRequest, Planner, PlannerOptions, STRATEGIES};
 use remat_graph::units::{Budget, Bytes};
-use remat_graph::{peak_lower_bound, simulate, Graph, NodeId};
+use remat_graph::{simulate, Graph, NodeId};
 
 /// The name of the certificate's rows in the table and the CSV (`--certify`).
 pub const CERTIFICATE: &str = "certificate";
@@ -80,7 +80,7 @@ pub fn sweep(
     Ok(SweepTable {
         baseline_peak: baseline.peak_bytes,
         baseline_cost: baseline.cost,
-        lower_bound: peak_lower_bound(graph),
+        lower_bound: crate::bound_for(graph, options.chain.bandwidth.is_some()),
         strategies: strategies.iter().map(|p| p.name()).collect(),
         rows,
         bounds: Vec::new(),
