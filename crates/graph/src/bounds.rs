@@ -25,10 +25,16 @@ pub fn lower_bound(graph: &Graph) -> u64 {
         each_way(graph, id, &mut roots, |_, bytes| footprint = footprint.min(bytes));
         best = best.max(footprint);
     }
-    let mut outputs: Vec<NodeId> = graph.outputs().map(|o| graph.storage_root(o)).collect();
-    outputs.sort();
-    outputs.dedup();
-    best.max(resident_bytes(graph, &outputs))
+    best.max(resident_bytes(graph, &output_roots(graph)))
+}
+
+/// The storage roots behind the outputs, each once, in id order, arguments left out.
+fn output_roots(graph: &Graph) -> Vec<NodeId> {
+    let mut roots: Vec<NodeId> =
+        graph.outputs().map(|o| graph.storage_root(o)).filter(|&r| !graph.node(r).argument).collect();
+    roots.sort();
+    roots.dedup();
+    roots
 }
 
 /// A lower bound on `peak_bytes` of every valid schedule of `graph` without host transfers:
@@ -86,10 +92,7 @@ fn step_footprints(graph: &Graph, id: NodeId) -> Vec<(Vec<NodeId>, u64)> {
 /// `work` edge visits.
 fn last_large_step_bound(graph: &Graph, floor: u64, work: u64) -> u64 {
     let n = graph.len();
-    let mut outputs: Vec<NodeId> =
-        graph.outputs().map(|o| graph.storage_root(o)).filter(|&r| !graph.node(r).argument).collect();
-    outputs.sort();
-    outputs.dedup();
+    let outputs = output_roots(graph);
     if outputs.is_empty() {
         return floor;
     }
