@@ -85,13 +85,14 @@
 //! +12.2 %), with some block outputs kept as checkpoints and a prefix of the forward
 //! recomputed whole (at 50 %: +14.6 % where they give +17.5 %). Of all these plans the one cheapest once polished wins
 //! (`cheapest_finished`: polishing can reverse their raw order). Last, the winner's pass
-//! runs again with units [`REFINE_SLOTS`] times finer (both roundings), and the better of
-//! the two once polished stands: which plans fit turns on a unit or two, and refining the
-//! winner alone costs two passes where running every pass finer would double the time (on
-//! transformer12's StableHLO step at 60 % it finds +1.302 % where the coarse winner is
-//! +1.307 %, on a 2300-layer generated transformer +3.97 % where it is +4.26 %; four times
-//! finer rather than two, a 240-layer one at its peak lower bound + 10 % +47.3 % where twice
-//! finer gives +48.4 %, for a second more on 10^4 nodes). Beside
+//! runs again with units two and four times finer ([`REFINE_SLOTS`], both roundings), and the
+//! best once polished stands: which plans fit turns on a unit or two, and refining the
+//! winner alone costs four passes where running every pass finer would double the time (on
+//! transformer12's StableHLO step at 60 % twice finer finds +1.302 % where the coarse winner
+//! is +1.307 %, on a 2300-layer generated transformer +3.97 % where it is +4.26 %; four times
+//! finer, on a 240-layer one at its peak lower bound + 10 %, +47.3 % where twice finer gives
+//! +48.4 %). Trading (below) can reverse two polished plans' order, so where a four-times-finer
+//! plan wins, the twice-finer winner is traded beside it and the cheaper stands. Beside
 //! them, the winner with every value made from nothing resident (a broadcast constant, an
 //! iota) recomputed at its late readers ([`crate::polish::sources_just_in_time`]): the copies
 //! free bytes that polishing then spends on dropping dearer recomputations (on a scanned
@@ -151,9 +152,9 @@ use std::fmt;
 /// Memory units of the DP (its budget divided into this many).
 pub const SLOTS: usize = 120;
 
-/// The winning DP runs once more with its units this many times finer
+/// The winning DP runs once more with its units this many times finer, for each factor
 /// ([`HierarchicalRemat::best_within`]).
-pub const REFINE_SLOTS: usize = 4;
+pub const REFINE_SLOTS: [usize; 2] = [2, 4];
 
 /// The most options a block's menu keeps (evenly spread over the greedy's path).
 pub const MAX_OPTIONS: usize = 16;
@@ -1098,6 +1099,7 @@ enum Goal {
 }
 
 /// The plan [`HierarchicalRemat::best_within`] picks.
+#[derive(Clone)]
 struct Chosen {
     candidate: Candidate,
     /// Its view's blocks.
@@ -1446,35 +1448,59 @@ impl HierarchicalRemat {
         goal: Goal,
     ) -> Option<Chosen> {
         let deadline = options.deadline;
-        // The winner's DP once more in units finer by [`REFINE_SLOTS`]: which plans fit turns
-        // on the rounding of a few units (module documentation), and the finer DP often
-        // lands a cheaper one; polished, the better of the two stands.
+        // The winner's DP once more in units finer by each of [`REFINE_SLOTS`]: which plans
+        // fit turns on the rounding of a few units (module documentation), and a finer DP
+        // often lands a cheaper one.
         let Dp::Menus { outputs, backward, .. } = dp else {
             return Some(Self::traded(graph, budget, options, chosen, goal));
         };
         let mut refined: Vec<Candidate> = Vec::new();
-        for nearest in [false, true] {
-            let finer = Dp::Menus { outputs, backward, nearest, slots: SLOTS * REFINE_SLOTS };
-            refined.extend(Self::plan_at(&all.views[view], finer, graph, budget, deadline));
-        }
-        let chosen_schedule = chosen.schedule();
-        // Last, the winner with its held sources recomputed where read (polishing decides).
-        let just_in_time = crate::polish::sources_just_in_time(graph, chosen_schedule)
-            .and_then(|s| Some((simulate(graph, &s).ok()?.cost, s)));
-        let raw: Vec<(&Schedule, f64)> = std::iter::once((chosen_schedule, chosen.candidate.cost))
-            .chain(refined.iter().map(|c| (&c.schedule, c.cost)))
-            .chain(just_in_time.iter().map(|(cost, s)| (s, *cost)))
-            .collect();
-        let chosen = match crate::cheapest_finished(graph, budget, options, &raw)? {
-            (0, _) => chosen,
-            (i, polished) if i > refined.len() => Chosen { polished, ..chosen },
-            (i, polished) => {
-                let candidate = refined.swap_remove(i - 1);
-                tracing::debug!(dp_budget = candidate.dp_budget, cost = candidate.cost, "hierarchical refined");
-                Chosen { candidate, polished, ..chosen }
+        let mut from_first = 0;
+        for (k, &factor) in REFINE_SLOTS.iter().enumerate() {
+            for nearest in [false, true] {
+                let finer = Dp::Menus { outputs, backward, nearest, slots: SLOTS * factor };
+                refined.extend(Self::plan_at(&all.views[view], finer, graph, budget, deadline));
             }
+            if k == 0 {
+                from_first = refined.len();
+            }
+        }
+        // Last, the winner with its held sources recomputed where read (polishing decides).
+        let just_in_time = crate::polish::sources_just_in_time(graph, chosen.schedule())
+            .and_then(|s| Some((simulate(graph, &s).ok()?.cost, s)));
+        // The cheapest once polished of the coarse winner, `refined` and the just-in-time plan.
+        let pick = |refined: &[Candidate]| -> Option<Chosen> {
+            let raw: Vec<(&Schedule, f64)> = std::iter::once((chosen.schedule(), chosen.candidate.cost))
+                .chain(refined.iter().map(|c| (&c.schedule, c.cost)))
+                .chain(just_in_time.iter().map(|(cost, s)| (s, *cost)))
+                .collect();
+            Some(match crate::cheapest_finished(graph, budget, options, &raw)? {
+                (0, _) => chosen.clone(),
+                (i, polished) if i > refined.len() => Chosen { polished, ..chosen.clone() },
+                (i, polished) => {
+                    let candidate = refined[i - 1].clone();
+                    tracing::debug!(dp_budget = candidate.dp_budget, cost = candidate.cost, "hierarchical refined");
+                    Chosen { candidate, polished, ..chosen.clone() }
+                }
+            })
         };
-        Some(Self::traded(graph, budget, options, chosen, goal))
+        let first = pick(&refined[..from_first])?;
+        if refined.len() == from_first || !options.polish || goal == Goal::Fit {
+            return Some(Self::traded(graph, budget, options, first, goal));
+        }
+        // The finest units' plans: trading can reverse the order of two polished plans (a
+        // ResNet-34 layout at 40 %: four times finer polishes cheaper and trades to +23.4 %,
+        // twice finer trades to +22.7 %), so where one of them wins it is traded beside the
+        // first factor's winner, and the cheaper stands, the first on a tie.
+        let finest = pick(&refined)?;
+        let same = finest.schedule() == first.schedule();
+        let first = Self::traded(graph, budget, options, first, goal);
+        if same {
+            return Some(first);
+        }
+        let finest = Self::traded(graph, budget, options, finest, goal);
+        let cost = |c: &Chosen| simulate(graph, c.schedule()).map_or(f64::INFINITY, |s| s.cost);
+        Some(if cost(&finest) < cost(&first) { finest } else { first })
     }
 
     /// `chosen` with its dear recomputations traded for cheaper ones where that pays
@@ -1533,6 +1559,7 @@ impl HierarchicalRemat {
 }
 
 /// A block schedule lowered and measured.
+#[derive(Clone)]
 struct Candidate {
     schedule: Schedule,
     dp_budget: u64,
