@@ -1468,36 +1468,40 @@ impl HierarchicalRemat {
         // Last, the winner with its held sources recomputed where read (polishing decides).
         let just_in_time = crate::polish::sources_just_in_time(graph, chosen.schedule())
             .and_then(|s| Some((simulate(graph, &s).ok()?.cost, s)));
-        // The cheapest once polished of the coarse winner, `refined` and the just-in-time plan.
-        let pick = |refined: &[Candidate]| -> Option<Chosen> {
-            let raw: Vec<(&Schedule, f64)> = std::iter::once((chosen.schedule(), chosen.candidate.cost))
-                .chain(refined.iter().map(|c| (&c.schedule, c.cost)))
-                .chain(just_in_time.iter().map(|(cost, s)| (s, *cost)))
-                .collect();
-            Some(match crate::cheapest_finished(graph, budget, options, &raw)? {
-                (0, _) => chosen.clone(),
-                (i, polished) if i > refined.len() => Chosen { polished, ..chosen.clone() },
-                (i, polished) => {
-                    let candidate = refined[i - 1].clone();
-                    tracing::debug!(dp_budget = candidate.dp_budget, cost = candidate.cost, "hierarchical refined");
-                    Chosen { candidate, polished, ..chosen.clone() }
-                }
-            })
+        // The cheapest once polished of the coarse winner, the first factor's plans and the
+        // just-in-time plan.
+        let raw: Vec<(&Schedule, f64)> = std::iter::once((chosen.schedule(), chosen.candidate.cost))
+            .chain(refined[..from_first].iter().map(|c| (&c.schedule, c.cost)))
+            .chain(just_in_time.iter().map(|(cost, s)| (s, *cost)))
+            .collect();
+        let first = match crate::cheapest_finished(graph, budget, options, &raw)? {
+            (0, _) => chosen,
+            (i, polished) if i > from_first => Chosen { polished, ..chosen },
+            (i, polished) => {
+                let candidate = refined[i - 1].clone();
+                tracing::debug!(dp_budget = candidate.dp_budget, cost = candidate.cost, "hierarchical refined");
+                Chosen { candidate, polished, ..chosen }
+            }
         };
-        let first = pick(&refined[..from_first])?;
         if refined.len() == from_first || !options.polish || goal == Goal::Fit {
             return Some(Self::traded(graph, budget, options, first, goal));
         }
-        // The finest units' plans: trading can reverse the order of two polished plans (a
-        // ResNet-34 layout at 40 %: four times finer polishes cheaper and trades to +23.4 %,
-        // twice finer trades to +22.7 %), so where one of them wins it is traded beside the
-        // first factor's winner, and the cheaper stands, the first on a tie.
-        let finest = pick(&refined)?;
-        let same = finest.schedule() == first.schedule();
+        // The finest units' plans against that winner: trading can reverse the order of two
+        // polished plans (a ResNet-34 layout at 40 %: four times finer polishes cheaper and
+        // trades to +23.4 %, twice finer trades to +22.7 %), so where one of them wins it is
+        // traded beside the first winner, and the cheaper stands, the first on a tie.
+        let finest: Vec<(&Schedule, f64)> = std::iter::once((first.schedule(), first.candidate.cost))
+            .chain(refined[from_first..].iter().map(|c| (&c.schedule, c.cost)))
+            .collect();
+        let finest = match crate::cheapest_finished(graph, budget, options, &finest) {
+            Some((i, polished)) if i > 0 => {
+                let candidate = refined[from_first + i - 1].clone();
+                tracing::debug!(dp_budget = candidate.dp_budget, cost = candidate.cost, "hierarchical refined finest");
+                Chosen { candidate, polished, ..first.clone() }
+            }
+            _ => return Some(Self::traded(graph, budget, options, first, goal)),
+        };
         let first = Self::traded(graph, budget, options, first, goal);
-        if same {
-            return Some(first);
-        }
         let finest = Self::traded(graph, budget, options, finest, goal);
         let cost = |c: &Chosen| simulate(graph, c.schedule()).map_or(f64::INFINITY, |s| s.cost);
         Some(if cost(&finest) < cost(&first) { finest } else { first })
