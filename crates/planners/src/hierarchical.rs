@@ -126,6 +126,10 @@
 //! [`RUNG_SAVING`] less, the block plans at the rungs above the budget are split down to it
 //! and compete with the budget's own (transformer12's linalg step at 600 KiB: +21.1 % where
 //! the DP's plan costs +42.3 %). That probe, unrefined, is what this costs on most budgets.
+//! Every plan is split two ways, with and without views rebuilt in the splits' chains
+//! ([`crate::trade::descend`]: a transformer's residuals read through reshapes come back only
+//! with them, transformer12 at its least +25.4 % where it costs +47.7 % without, but the
+//! greedy's choices differ and neither way is always the cheaper).
 //!
 //! # Beside the blocks
 //!
@@ -1412,17 +1416,24 @@ impl HierarchicalRemat {
         least: Option<u64>,
     ) -> Option<Chosen> {
         let mut split: Vec<(Origin<'_>, Schedule, Descended, f64)> = Vec::new();
-        for &(origin, from) in froms {
+        // Each plan split both ways, views rebuilt in the splits' chains first (it reaches
+        // further down; neither way is always the cheaper: `crate::trade::descend`).
+        for (&(origin, from), views_in_chains) in froms.iter().flat_map(|from| [(from, true), (from, false)]) {
             // Any plan that fits answers a smallest-budget search.
             if options.deadline.expired() || (goal == Goal::Fit && !split.is_empty()) {
                 break;
             }
             let Ok(from_peak) = simulate(graph, from).map(|s| s.peak_bytes) else { continue };
-            let Some((schedule, splits)) = crate::trade::descend(graph, from, budget, options.deadline) else {
+            let Some((schedule, splits)) =
+                crate::trade::descend(graph, from, budget, views_in_chains, options.deadline)
+            else {
                 continue;
             };
+            if split.last().is_some_and(|(_, last, ..)| *last == schedule) {
+                continue;
+            }
             let Ok(cost) = simulate(graph, &schedule).map(|s| s.cost) else { continue };
-            tracing::debug!(?origin, from_peak, splits, cost, "hierarchical descended");
+            tracing::debug!(?origin, views_in_chains, from_peak, splits, cost, "hierarchical descended");
             split.push((origin, schedule, Descended { from: from_peak, least, splits }, cost));
         }
         let raw: Vec<(&Schedule, f64)> = split.iter().map(|(_, schedule, _, cost)| (schedule, *cost)).collect();
