@@ -2041,18 +2041,23 @@ mod tests {
         assert!(differ > 0, "the DPs' schedules differ, so a mix-up would show");
     }
 
+    /// A 12-layer generated transformer, its input order's peak and its blocks with menus.
+    fn prepared_transformer12() -> (Graph, u64, Prepared) {
+        let graph = Transformer::new(12).generate();
+        let order = graph.topological_schedule();
+        let baseline = simulate(&graph, &order).unwrap().peak_bytes;
+        let all = HierarchicalRemat::prepare(&graph, &order, Deadline::NONE);
+        (graph, baseline, all)
+    }
+
     #[test]
     fn the_winners_dp_in_finer_units_finds_a_cheaper_plan() {
         // A 12-layer generated transformer at 60 %: the coarse DPs' best, polished, costs more
         // than the winner's DP in finer units (at 80 % the two tie: the coarse stands).
-        let graph = Transformer::new(12).generate();
-        let order = graph.topological_schedule();
-        let baseline = simulate(&graph, &order).unwrap().peak_bytes;
+        let (graph, baseline, all) = prepared_transformer12();
         let options = crate::PlannerOptions::default();
-        let all = HierarchicalRemat::prepare(&graph, &order, Deadline::NONE);
         let measure = |chosen: &Chosen| {
-            let schedule = chosen.schedule();
-            let sim = simulate(&graph, schedule).unwrap();
+            let sim = simulate(&graph, chosen.schedule()).unwrap();
             (sim.peak_bytes, sim.cost)
         };
         let mut refined_cheaper = Vec::new();
@@ -2076,11 +2081,8 @@ mod tests {
         // A 12-layer generated transformer. At 9.5 % of its input order's peak, below the block
         // plans' least (9.7 %): their least-memory plan split costs +238 %, a rung's +68 %. At
         // 10.9 %, above it: the DP's plan there costs more than its plan at 12.3 % split down.
-        let graph = Transformer::new(12).generate();
-        let order = graph.topological_schedule();
-        let baseline = simulate(&graph, &order).unwrap().peak_bytes;
+        let (graph, baseline, all) = prepared_transformer12();
         let options = crate::PlannerOptions::default();
-        let all = HierarchicalRemat::prepare(&graph, &order, Deadline::NONE);
         let measure = |chosen: &Chosen| {
             let sim = simulate(&graph, chosen.schedule()).unwrap();
             (sim.peak_bytes, sim.cost)
