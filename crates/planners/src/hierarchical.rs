@@ -1156,10 +1156,10 @@ impl Chosen {
     }
 }
 
-/// The plan a descent below the block plans' least splits ([`HierarchicalRemat::descended`]).
+/// The plan a descent splits ([`HierarchicalRemat::split_down`]).
 #[derive(Clone, Copy, Debug)]
 enum Origin<'a> {
-    /// A block plan: their least-memory plan or a rung's.
+    /// A block plan: their least-memory plan, or a rung's (above their least or the budget).
     Block(&'a Chosen),
     /// A fast heuristic's least-memory plan ([`SEEDS`]).
     Seed(&'static str),
