@@ -8,7 +8,7 @@
 //! result: the MIP's proven gap, the LP relaxation's bound, and the smallest feasible budget.
 
 mod formulation;
-mod model;
+pub(crate) mod model;
 mod rounding;
 
 use crate::{

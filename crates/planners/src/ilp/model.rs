@@ -128,6 +128,20 @@ impl Model {
         initial: Option<&[f64]>,
         verbose: bool,
     ) -> Result<Solved, SolverError> {
+        self.solve_within(relax, time_limit, mip_gap, initial, verbose, None)
+    }
+
+    /// [`Self::solve`], the branch and bound also stopped after `max_nodes` nodes: a limit
+    /// that, unlike time, gives the same answer on every machine.
+    pub fn solve_within(
+        &self,
+        relax: bool,
+        time_limit: f64,
+        mip_gap: f64,
+        initial: Option<&[f64]>,
+        verbose: bool,
+        max_nodes: Option<usize>,
+    ) -> Result<Solved, SolverError> {
         let started = std::time::Instant::now();
         let nonzeros: usize = self.rows.iter().map(|r| r.terms.len()).sum();
         // What a solve costs beyond HiGHS's own time limit grows with the model: the handoff
@@ -186,6 +200,9 @@ impl Model {
         model.set_option("mip_rel_gap", mip_gap.max(0.0));
         model.set_option("random_seed", 0);
         model.set_option("threads", 1);
+        if let Some(nodes) = max_nodes {
+            model.set_option("mip_max_nodes", nodes.min(i32::MAX as usize) as i32);
+        }
         if let (Some(x), false) = (initial, relax) {
             model.set_solution(Some(x), None, None, None);
         }
