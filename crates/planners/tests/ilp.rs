@@ -246,7 +246,7 @@ fn the_anchor_bound_holds_for_every_schedule() {
             cases += 1;
             assert!(anchor <= exact + 1e-9, "seed {seed}, budget {budget}: anchor bound {anchor} > optimum {exact}");
             recomputing += usize::from(anchor > input.cost);
-            if certificate.gap.is_finite() && (certificate.dual_bound.is_nan() || certificate.dual_bound < anchor) {
+            if certificate.gap.is_finite() && (certificate.dual_bound.is_nan() || certificate.dual_bound <= anchor) {
                 from_anchor += 1;
                 let least_cost = certificate.objective * (1.0 - certificate.gap);
                 assert!(least_cost <= exact + 1e-6, "seed {seed}, budget {budget}: {certificate:?} vs {exact}");
@@ -254,11 +254,12 @@ fn the_anchor_bound_holds_for_every_schedule() {
         }
     }
     println!("{cases} budgets; the anchor bound proves recomputation in {recomputing}, sets the gap in {from_anchor}");
-    // Every budget is below the input order's peak; 43 are planned (the rounding falls back on
+    // Every budget is below the input order's peak; 49 are planned (the rounding falls back on
     // the hierarchical plan, which reaches the least budget at 3 more since it splits from the
-    // heuristics' plans too); the bound proves some recomputation at 7 of them, and is what
-    // the gap is measured from at 5.
-    assert_eq!((cases, recomputing, from_anchor), (43, 7, 5), "budgets, bounds above the baseline, gaps from it");
+    // heuristics' plans too); the bound proves some recomputation at 8 of them, and is what the
+    // gap is measured from at 38: at 37 a heuristic's plan meets it (6 of them recomputing), so
+    // no rounding runs at all, and 6 budgets the rounding missed are planned that way.
+    assert_eq!((cases, recomputing, from_anchor), (49, 8, 38), "budgets, bounds above the baseline, gaps from it");
 }
 
 /// A budget the input order meets needs no solver: the input order, proven optimal (each node
