@@ -236,6 +236,10 @@ const MAX_NODES: usize = 200;
 /// A count of anchors must prove this much more (relatively) than fewer did, or the search stops.
 const IMPROVEMENT: f64 = 1e-3;
 
+/// Steps with more nodes than this try the best anchor alone (finding the spine takes a
+/// traversal of the step per candidate).
+const SPINE_NODES: usize = 20_000;
+
 /// Seconds one windowed program may take at most, whatever the deadline.
 const MAX_SECONDS: f64 = 10.0;
 
@@ -255,7 +259,13 @@ pub(super) fn refine(
     budget: u64,
     deadline: crate::Deadline,
 ) -> Option<(f64, usize)> {
-    let spine = spine(graph, candidates, best);
+    // The smallest program, one anchor's, must fit before any chain is looked for (the spine
+    // costs a traversal per candidate).
+    let ancestors = closure(graph, best, Direction::Up).iter().filter(|&&a| a).count();
+    if 2 * (ancestors + 1) > MAX_COLUMNS {
+        return None;
+    }
+    let spine = if graph.len() <= SPINE_NODES { spine(graph, candidates, best) } else { vec![best] };
     let at = spine.iter().position(|&x| x == best)?;
     let mut proved: Option<(f64, usize)> = None;
     for count in ANCHOR_COUNTS {
