@@ -38,7 +38,7 @@
 
 mod windows;
 
-pub use windows::{windowed_bound, WindowedBound, WindowedOutcome};
+pub use windows::{windowed_bound, WindowedOutcome};
 
 use crate::Deadline;
 use remat_graph::maxflow::FlowNetwork;

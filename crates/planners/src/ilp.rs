@@ -645,7 +645,14 @@ impl<'r> Solve<'r> {
         let initial = self.heuristics.iter().find_map(|h| fixed.assignment(self.request.graph, &h.schedule));
         let solved = fixed
             .model
-            .solve(false, self.remaining() / 4.0, self.request.options.ilp.mip_gap, initial.as_deref(), self.verbose)
+            .solve(
+                false,
+                self.remaining() / 4.0,
+                self.request.options.ilp.mip_gap,
+                initial.as_deref(),
+                self.verbose,
+                None,
+            )
             .ok()?;
         let checkmate = match solved.outcome {
             Outcome::Optimal | Outcome::TimeLimit => {
@@ -683,7 +690,7 @@ impl<'r> Solve<'r> {
         let reserve = if relax { 0.0 } else { self.last_relaxation.get() / 2.0 };
         let solved = formulation
             .model
-            .solve(relax, self.remaining() - reserve, options.mip_gap, initial, self.verbose)
+            .solve(relax, self.remaining() - reserve, options.mip_gap, initial, self.verbose, None)
             .map_err(|e| PlanError::Solver { strategy: "ilp", message: e.to_string() })?;
         if relax && solved.outcome != Outcome::NoSolution {
             self.last_relaxation.set(solved.seconds);

@@ -40,24 +40,12 @@
 use crate::ilp::model::{Model, Outcome};
 use remat_graph::{unfused_footprint, Graph, NodeId};
 
-/// What a windowed program proved.
-#[derive(Clone, Debug, PartialEq)]
-pub struct WindowedBound {
-    /// Every schedule within the budget recomputes at least this much (cost units).
-    pub cost: f64,
-    /// HiGHS closed the program (the bound is the program's optimum, not only its dual bound).
-    pub optimal: bool,
-    /// The program's binaries.
-    pub columns: usize,
-    /// The program's rows.
-    pub rows: usize,
-}
-
 /// Why no bound came out.
 #[derive(Clone, Debug, PartialEq)]
 pub enum WindowedOutcome {
-    /// The proof, possibly 0.
-    Bound(WindowedBound),
+    /// Every schedule within the budget recomputes at least this much (cost units; HiGHS's
+    /// dual bound on the program, optimal or not), possibly 0.
+    Bound(f64),
     /// No schedule within the budget exists: the program has no solution.
     Infeasible,
     /// The anchors are not a chain of descendants, an anchor's footprint alone exceeds the
@@ -154,8 +142,7 @@ pub fn windowed_bound(
         model.row(vec![(runs[i][me], 1.0)], 1.0, 1.0);
         model.row(memory, f64::NEG_INFINITY, (budget - footprint) as f64);
     }
-    let (columns, rows) = (model.columns.len(), model.rows.len());
-    let solved = match model.solve_within(false, seconds, 0.0, None, false, Some(max_nodes)) {
+    let solved = match model.solve(false, seconds, 0.0, None, false, Some(max_nodes)) {
         Ok(solved) => solved,
         Err(error) => {
             tracing::debug!(target: "remat_planners::cost_bound", %error, "windowed bound: no answer");
@@ -165,8 +152,8 @@ pub fn windowed_bound(
     tracing::debug!(
         target: "remat_planners::cost_bound",
         anchors = k,
-        columns,
-        rows,
+        columns = model.columns.len(),
+        rows = model.rows.len(),
         outcome = ?solved.outcome,
         objective = solved.objective,
         dual_bound = solved.dual_bound,
@@ -177,12 +164,7 @@ pub fn windowed_bound(
         Outcome::Infeasible => WindowedOutcome::Infeasible,
         Outcome::NoSolution => WindowedOutcome::Nothing,
         Outcome::Optimal | Outcome::TimeLimit if solved.dual_bound.is_finite() => {
-            WindowedOutcome::Bound(WindowedBound {
-                cost: (solved.dual_bound * (1.0 - 1e-9)).max(0.0),
-                optimal: solved.outcome == Outcome::Optimal,
-                columns,
-                rows,
-            })
+            WindowedOutcome::Bound((solved.dual_bound * (1.0 - 1e-9)).max(0.0))
         }
         Outcome::Optimal | Outcome::TimeLimit => WindowedOutcome::Nothing,
     }
@@ -261,8 +243,7 @@ pub(super) fn refine(
 ) -> Option<(f64, usize)> {
     // The smallest program, one anchor's, must fit before any chain is looked for (the spine
     // costs a traversal per candidate).
-    let ancestors = closure(graph, best, Direction::Up).iter().filter(|&&a| a).count();
-    if 2 * (ancestors + 1) > MAX_COLUMNS {
+    if columns(graph, &[best]) > MAX_COLUMNS {
         return None;
     }
     let spine = if graph.len() <= SPINE_NODES { spine(graph, candidates, best) } else { vec![best] };
@@ -283,14 +264,13 @@ pub(super) fn refine(
         chosen.sort_unstable();
         chosen.dedup();
         let anchors: Vec<NodeId> = chosen.iter().map(|&i| spine[i]).collect();
-        let values = closure(graph, anchors[anchors.len() - 1], Direction::Up).iter().filter(|&&a| a).count();
-        if 2 * values * anchors.len() > MAX_COLUMNS {
+        if columns(graph, &anchors) > MAX_COLUMNS {
             break;
         }
         let out = windowed_bound(graph, &anchors, budget, seconds, MAX_NODES);
         let improved = match out {
-            WindowedOutcome::Bound(bound) if proved.is_none_or(|(cost, _)| bound.cost > cost * (1.0 + IMPROVEMENT)) => {
-                proved = Some((bound.cost, anchors.len()));
+            WindowedOutcome::Bound(bound) if proved.is_none_or(|(cost, _)| bound > cost * (1.0 + IMPROVEMENT)) => {
+                proved = Some((bound, anchors.len()));
                 true
             }
             _ => false,
@@ -301,6 +281,14 @@ pub(super) fn refine(
         }
     }
     proved
+}
+
+/// The binaries of [`windowed_bound`]'s program over `anchors`: two per anchor and value (the
+/// last anchor and its non-argument ancestors).
+fn columns(graph: &Graph, anchors: &[NodeId]) -> usize {
+    let last = anchors[anchors.len() - 1];
+    let values = 1 + closure(graph, last, Direction::Up).iter().filter(|&&a| a).count();
+    2 * values * anchors.len()
 }
 
 /// The chain of `candidates` (in input order) through `best`: walking back from `best`, each
@@ -320,11 +308,10 @@ fn spine(graph: &Graph, candidates: &[NodeId], best: NodeId) -> Vec<NodeId> {
         }
         after.reverse();
     }
-    let above = closure(graph, best, Direction::Up);
     let mut before = Vec::new();
-    let mut above_head = above.clone();
+    let mut above_head = closure(graph, best, Direction::Up);
     for &x in candidates[..at].iter().rev() {
-        if above[x.index()] && above_head[x.index()] {
+        if above_head[x.index()] {
             before.push(x);
             above_head = closure(graph, x, Direction::Up);
         }
@@ -366,7 +353,7 @@ mod tests {
             panic!("no single-anchor program")
         };
         assert!(bound.windows >= 2, "{bound:?}");
-        assert!(bound.cost > one.cost * 1.2, "{} against one anchor's {}", bound.cost, one.cost);
+        assert!(bound.cost > one * 1.2, "{} against one anchor's {one}", bound.cost);
         // Below every plan that fits, as a bound must be.
         let mut planned = 0;
         for name in ["hierarchical", "greedy"] {

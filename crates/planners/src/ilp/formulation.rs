@@ -988,7 +988,7 @@ mod tests {
             let p = Problem::new(&g, &order);
             for stages in [Stages::free(p.len(), p.len()), Stages::fixed(p.len(), 1)] {
                 let f = Formulation::build(&p, stages, Goal::Memory);
-                let solved = f.model.solve(false, 30.0, 0.0, None, false).unwrap();
+                let solved = f.model.solve(false, 30.0, 0.0, None, false, None).unwrap();
                 prop_assert_eq!(solved.outcome, super::super::model::Outcome::Optimal);
                 let schedule = f.schedule(&solved.values);
                 let peak = simulate(&g, &schedule).unwrap().peak_bytes;
@@ -1011,7 +1011,7 @@ mod tests {
             let p = Problem::new(&g, &order);
             for stages in [Stages::free(p.len(), p.len()), Stages::fixed(p.len(), 1)] {
                 let f = Formulation::build(&p, stages, Goal::Memory);
-                let solved = f.model.solve(false, 30.0, 0.0, None, false).unwrap();
+                let solved = f.model.solve(false, 30.0, 0.0, None, false, None).unwrap();
                 let schedule = f.schedule(&solved.values);
                 let life = remat_graph::lifetimes(&g, &schedule).unwrap();
                 for step in f.fused_steps(&solved.values) {
@@ -1033,11 +1033,11 @@ mod tests {
             let order = g.topological_schedule();
             let p = Problem::new(&g, &order);
             let f = Formulation::build(&p, Stages::free(p.len(), p.len()), Goal::Memory);
-            let solved = f.model.solve(false, 30.0, 0.0, None, false).unwrap();
+            let solved = f.model.solve(false, 30.0, 0.0, None, false, None).unwrap();
             fused += f.fused_steps(&solved.values).len();
             let unfused = p.without_fusions();
             let without = Formulation::build(&unfused, Stages::free(p.len(), p.len()), Goal::Memory);
-            let plain = without.model.solve(false, 30.0, 0.0, None, false).unwrap();
+            let plain = without.model.solve(false, 30.0, 0.0, None, false, None).unwrap();
             assert!(solved.objective <= plain.objective + 1e-6, "seed {seed}: fusions can only help");
             lower += (solved.objective + 0.5 < plain.objective) as usize;
         }

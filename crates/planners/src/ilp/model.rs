@@ -117,23 +117,12 @@ impl Model {
     }
 
     /// Solves with HiGHS. `relax` drops integrality (the LP relaxation); `initial` is a
-    /// feasible point to start from (a MIP warm start). `time_limit` counts from the call:
-    /// handing the model to HiGHS (seconds for millions of rows) is part of it, and when
-    /// nothing is left for the solver it is not started ([`Outcome::NoSolution`]).
+    /// feasible point to start from (a MIP warm start); `max_nodes` stops the branch and bound
+    /// after that many nodes, a limit that, unlike time, gives the same answer on every
+    /// machine. `time_limit` counts from the call: handing the model to HiGHS (seconds for
+    /// millions of rows) is part of it, and when nothing is left for the solver it is not
+    /// started ([`Outcome::NoSolution`]).
     pub fn solve(
-        &self,
-        relax: bool,
-        time_limit: f64,
-        mip_gap: f64,
-        initial: Option<&[f64]>,
-        verbose: bool,
-    ) -> Result<Solved, SolverError> {
-        self.solve_within(relax, time_limit, mip_gap, initial, verbose, None)
-    }
-
-    /// [`Self::solve`], the branch and bound also stopped after `max_nodes` nodes: a limit
-    /// that, unlike time, gives the same answer on every machine.
-    pub fn solve_within(
         &self,
         relax: bool,
         time_limit: f64,
@@ -256,11 +245,11 @@ mod tests {
         let x = m.column(0.0, 3.0, true, -1.0);
         let y = m.column(0.0, 10.0, true, -1.5);
         m.row(vec![(x, 1.0), (y, 2.0)], f64::NEG_INFINITY, 4.5);
-        let mip = m.solve(false, 10.0, 0.0, None, false).unwrap();
+        let mip = m.solve(false, 10.0, 0.0, None, false, None).unwrap();
         assert_eq!(mip.outcome, Outcome::Optimal);
         assert_eq!(mip.values.iter().map(|v| v.round() as i64).collect::<Vec<_>>(), vec![2, 1]);
         assert!(m.violation(&mip.values).is_none());
-        let lp = m.solve(true, 10.0, 0.0, None, false).unwrap();
+        let lp = m.solve(true, 10.0, 0.0, None, false, None).unwrap();
         assert!((lp.objective - (-3.0 - 1.5 * 0.75)).abs() < 1e-6, "{}", lp.objective);
         assert!(m.violation(&[3.0, 1.0]).is_some());
     }
@@ -274,10 +263,10 @@ mod tests {
             m.row(vec![(pair[0], 1.0), (pair[1], 1.0)], 1.0, f64::INFINITY);
         }
         let limit = 1998.0 * SECONDS_PER_NONZERO * 0.9;
-        let solved = m.solve(false, limit, 0.0, None, false).unwrap();
+        let solved = m.solve(false, limit, 0.0, None, false, None).unwrap();
         assert_eq!(solved.outcome, Outcome::NoSolution);
         assert!(solved.values.is_empty());
-        assert_eq!(m.solve(false, 10.0, 0.0, None, false).unwrap().outcome, Outcome::Optimal);
+        assert_eq!(m.solve(false, 10.0, 0.0, None, false, None).unwrap().outcome, Outcome::Optimal);
     }
 
     #[test]
@@ -285,6 +274,6 @@ mod tests {
         let mut m = Model::default();
         let x = m.binary(1.0);
         m.row(vec![(x, 1.0)], 2.0, f64::INFINITY);
-        assert_eq!(m.solve(false, 10.0, 0.0, None, false).unwrap().outcome, Outcome::Infeasible);
+        assert_eq!(m.solve(false, 10.0, 0.0, None, false, None).unwrap().outcome, Outcome::Infeasible);
     }
 }
