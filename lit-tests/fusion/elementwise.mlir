@@ -145,3 +145,34 @@ func.func @residual(%x: tensor<16x16xf32>) -> tensor<16x16xf32> {
   } -> tensor<16x16xf32>
   return %g : tensor<16x16xf32>
 }
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+#scalar = affine_map<(d0) -> ()>
+
+// A value read through two inputs with the same map (a broadcast constant, squared) is read
+// through one once the consumer's inputs are deduplicated, and fused like a value read once:
+// the broadcast is never materialized (it was, before: upstream's fusion takes one operand).
+// CHECK-LABEL: func.func @read_twice
+// CHECK:         %[[Y:.*]] = linalg.generic
+// CHECK-NOT:     linalg.generic
+// CHECK:         return %[[Y]]
+// NONE-LABEL:  func.func @read_twice
+// NONE-COUNT-2:  linalg.generic
+func.func @read_twice(%x: tensor<256xf32>) -> tensor<256xf32> {
+  %c = arith.constant dense<3.0> : tensor<f32>
+  %e1 = tensor.empty() : tensor<256xf32>
+  %b = linalg.generic {indexing_maps = [#scalar, #id], iterator_types = ["parallel"]} ins(%c : tensor<f32>) outs(%e1 : tensor<256xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    linalg.yield %i : f32
+  } -> tensor<256xf32>
+  %e2 = tensor.empty() : tensor<256xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id, #id, #id], iterator_types = ["parallel"]} ins(%b, %x, %b : tensor<256xf32>, tensor<256xf32>, tensor<256xf32>) outs(%e2 : tensor<256xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32, %o: f32):
+    %m = arith.mulf %p, %r : f32
+    %s = arith.addf %m, %q : f32
+    linalg.yield %s : f32
+  } -> tensor<256xf32>
+  return %y : tensor<256xf32>
+}

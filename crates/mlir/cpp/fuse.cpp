@@ -11,7 +11,9 @@
 //  * the consumer must read the producer's result through a permutation of all
 //    its loops, so each producer element is computed exactly once per consumer
 //    element: never inside a matmul's reduction or a broadcast, where it would
-//    be computed many times.
+//    be computed many times. Inputs repeating the value through the same map
+//    are deduplicated first (linalg::deduplicateOperandsAndRemoveDeadResults),
+//    as upstream's canonicalization would between its fusions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,16 +25,22 @@
 using namespace mlir;
 
 namespace {
-/// The single input operand of `consumer` that reads `value`, or null (none,
-/// several, or only the init).
-OpOperand *uniqueInput(linalg::GenericOp consumer, Value value) {
+/// The input operand of `consumer` that reads `value`, or null (none, only the
+/// init, or several through different indexing maps). Several inputs reading it
+/// through the same map are one input once deduplicated (`rematFuse` does that
+/// first): the first of them stands for all.
+OpOperand *readingInput(linalg::GenericOp consumer, Value value) {
   OpOperand *found = nullptr;
   for (OpOperand &operand : consumer->getOpOperands()) {
     if (operand.get() != value)
       continue;
-    if (found || !consumer.isDpsInput(&operand))
+    if (!consumer.isDpsInput(&operand))
       return nullptr;
-    found = &operand;
+    if (found && consumer.getMatchingIndexingMap(found) !=
+                     consumer.getMatchingIndexingMap(&operand))
+      return nullptr;
+    if (!found)
+      found = &operand;
   }
   return found;
 }
@@ -44,7 +52,7 @@ bool fusable(Operation *consumerOp, Value value) {
       consumer->getNumResults() != 1 || !consumer.hasPureTensorSemantics() ||
       !producer.hasPureTensorSemantics())
     return false;
-  OpOperand *operand = uniqueInput(consumer, value);
+  OpOperand *operand = readingInput(consumer, value);
   if (!operand || !consumer.getMatchingIndexingMap(operand).isPermutation())
     return false;
   return linalg::areElementwiseOpsFusable(operand);
@@ -68,6 +76,18 @@ extern "C" MlirOperation rematFuse(MlirOperation consumerOp,
     return MlirOperation{nullptr};
   IRRewriter rewriter(consumer->getContext());
   rewriter.setInsertionPoint(consumer);
+  // A value read through several inputs (x * x, or a producer fused earlier that
+  // read the same value) is read through one: fusing it then computes it once per
+  // element, and the fused op's inputs stay deduplicated for the next round. The
+  // fusion below cannot fail where `fusable` held, so the consumer replaced here
+  // is never left half-changed.
+  FailureOr<linalg::GenericOp> deduplicated =
+      linalg::deduplicateOperandsAndRemoveDeadResults(
+          rewriter, cast<linalg::GenericOp>(consumer), /*removeOutputs=*/false);
+  if (failed(deduplicated))
+    return MlirOperation{nullptr};
+  consumer = *deduplicated;
+  rewriter.setInsertionPoint(consumer);
   Operation *producer = value.getDefiningOp();
   bool shared = llvm::any_of(value.getUses(), [&](OpOperand &use) {
     return use.getOwner() != consumer;
@@ -79,7 +99,7 @@ extern "C" MlirOperation rematFuse(MlirOperation consumerOp,
     producer = clone;
     value = cloned;
   }
-  OpOperand *operand = uniqueInput(cast<linalg::GenericOp>(consumer), value);
+  OpOperand *operand = readingInput(cast<linalg::GenericOp>(consumer), value);
   FailureOr<linalg::ElementwiseOpFusionResult> fused =
       linalg::fuseElementwiseOps(rewriter, operand);
   if (failed(fused)) {
@@ -96,7 +116,11 @@ extern "C" MlirOperation rematFuse(MlirOperation consumerOp,
   rewriter.eraseOp(consumer);
   if (producer->use_empty())
     rewriter.eraseOp(producer);
-  return wrap(fused->fusedOp);
+  // The producer's inputs may repeat the consumer's (both read the same value).
+  rewriter.setInsertionPoint(fused->fusedOp);
+  FailureOr<linalg::GenericOp> result = linalg::deduplicateOperandsAndRemoveDeadResults(
+      rewriter, cast<linalg::GenericOp>(fused->fusedOp), /*removeOutputs=*/false);
+  return wrap(succeeded(result) ? result->getOperation() : fused->fusedOp);
 }
 
 /// The input of an elementwise `linalg.generic` whose buffer its result may take (XLA's

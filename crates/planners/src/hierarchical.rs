@@ -126,6 +126,10 @@
 //! [`RUNG_SAVING`] less, the block plans at the rungs above the budget are split down to it
 //! and compete with the budget's own (transformer12's linalg step at 600 KiB: +21.1 % where
 //! the DP's plan costs +42.3 %). That probe, unrefined, is what this costs on most budgets.
+//! The descent is greedy and not monotone in its target: where a plan's split misses the
+//! budget, it is split again to 1/32 and 1/16 below it (transformer12's linalg step at
+//! 560 KiB: its rungs at 1/8 and 1/4 above the least miss 560 KiB but land below it, +21.3 %
+//! where the nearer rungs' splits cost +58.8 %).
 //! Every plan is split two ways, with and without views rebuilt in the splits' chains
 //! ([`crate::trade::descend`]: a transformer's residuals read through reshapes come back only
 //! with them, transformer12 at its least +25.4 % where it costs +47.7 % without, but the
@@ -175,11 +179,16 @@ pub const REFINE_SLOTS: [usize; 2] = [2, 4];
 /// are split down beside their least-memory plan (module documentation); above it, at
 /// `budget · (1 + 1/d)` ([`RUNG_SAVING`]). Nearer rungs split further, farther ones start
 /// cheaper (transformer12's linalg step at 539 KiB: +47.7 % from its rung at `1 + 1/32`, +64.3 %
-/// from the least; at 570 KiB +22.0 % from `1 + 1/8`).
-pub const DESCENT_RUNGS: [u64; 3] = [32, 16, 8];
+/// from the least; at 570 KiB +22.0 % from `1 + 1/8`; with broadcasts fused into readers
+/// that read them twice, at 540 KiB +21.8 % from `1 + 1/4`, +62.7 % from the nearer ones).
+pub const DESCENT_RUNGS: [u64; 4] = [32, 16, 8, 4];
+
+/// Above the block plans' least, the plan at `budget · (1 + 1/d)` for this `d` is the probe
+/// that decides whether the rungs are split down ([`HierarchicalRemat::with_plans_from_above`]).
+pub const PROBE_RUNG: u64 = 8;
 
 /// Above the block plans' least, plans from above the budget are split down only where the
-/// top rung's costs this share less than the budget's own block plan
+/// probe's ([`PROBE_RUNG`]) costs this share less than the budget's own block plan
 /// ([`HierarchicalRemat::with_plans_from_above`]).
 pub const RUNG_SAVING: f64 = 1.0 / 32.0;
 
@@ -1424,8 +1433,15 @@ impl HierarchicalRemat {
                 break;
             }
             let Ok(from_peak) = simulate(graph, from).map(|s| s.peak_bytes) else { continue };
-            let Some((schedule, splits)) =
-                crate::trade::descend(graph, from, budget, views_in_chains, options.deadline)
+            // The descent is greedy and not monotone in its target: where it misses the
+            // budget, a split to a little below it may land (and fits the budget too).
+            let targets: &[u64] = match goal {
+                Goal::Cheapest => &[budget, budget - budget / 32, budget - budget / 16],
+                Goal::Fit => &[budget],
+            };
+            let Some((schedule, splits)) = targets
+                .iter()
+                .find_map(|&target| crate::trade::descend(graph, from, target, views_in_chains, options.deadline))
             else {
                 continue;
             };
@@ -1485,7 +1501,7 @@ impl HierarchicalRemat {
     /// to it: the DP's terms over-estimate the memory of its plans, and where a few percent
     /// more budget buys a much cheaper one, its splits can cost less than what the DP pays to
     /// fit (transformer12's linalg step at 600 KiB: +42.3 % from the DP, +21.1 % from its plan
-    /// at 675 KiB split). The top rung is probed first, unrefined; the rungs, and the splits, only
+    /// at 675 KiB split). The plan at [`PROBE_RUNG`] above is probed first, unrefined; the rungs, and the splits, only
     /// where it costs at least [`RUNG_SAVING`] less.
     fn with_plans_from_above(
         all: &Prepared,
@@ -1497,8 +1513,7 @@ impl HierarchicalRemat {
         let Ok(cost) = simulate(graph, plan.schedule()).map(|s| s.cost) else { return plan };
         let bar = cost * (1.0 - RUNG_SAVING);
         // The probe unrefined: on most budgets it is all this adds.
-        let top = DESCENT_RUNGS[DESCENT_RUNGS.len() - 1];
-        let probe = Self::best_coarse(all, graph, budget + budget / top, options);
+        let probe = Self::best_coarse(all, graph, budget + budget / PROBE_RUNG, options);
         if probe.is_none_or(|(probe, ..)| simulate(graph, probe.schedule()).is_ok_and(|s| s.cost >= bar)) {
             return plan;
         }
