@@ -113,7 +113,9 @@
 //! from whatever of its inputs is still resident (a checkpoint from the one before it, a
 //! block's activations from its checkpoint). On a 240-layer transformer the least falls from
 //! 38.6 MiB to below 37.2 MiB (the peak lower bound + 10 %), at +52.7 % where DTR needs
-//! +1041 %; on the bundled transformer12 steps from 574/585 KiB to 540/538 KiB. A smallest-budget
+//! +1041 %; on the bundled transformer12 steps from 572/585 KiB to below their peak lower
+//! bounds + 10 % (507/503 KiB; a descent that stalls picks its next split by simulating the
+//! best few, [`crate::trade`]). A smallest-budget
 //! search asks only whether a plan fits, so it skips the trades ([`Goal::Fit`]).
 //!
 //! The least-memory plan is what a search for a low peak at any cost finds, and a block plan a
@@ -129,7 +131,8 @@
 //! The descent is greedy and not monotone in its target: where a plan's split misses the
 //! budget, it is split again to 1/32 and 1/16 below it (transformer12's linalg step at
 //! 560 KiB: its rungs at 1/8 and 1/4 above the least miss 560 KiB but land below it, +21.3 %
-//! where the nearer rungs' splits cost +58.8 %).
+//! where the nearer rungs' splits cost +58.8 %; at 570 KiB the same rungs split to it once a
+//! stalled descent chooses its splits by simulation, +21.1 % where it cost +59.4 %).
 //! Every plan is split two ways, with and without views rebuilt in the splits' chains
 //! ([`crate::trade::descend`]: a transformer's residuals read through reshapes come back only
 //! with them, transformer12 at its least +25.4 % where it costs +47.7 % without, but the
