@@ -64,8 +64,8 @@ const DESCEND_STALL: usize = 64;
 /// The estimates ignore a chain's own bytes, buffer reuse and fusion; near a plan's least the
 /// best-scoring split can move the excess back and forth without end (transformer12's linalg
 /// step at the forward's end: the same three cheap values split again and again, ten steps
-/// later each time), where an exact choice among a few goes on down (the same plan from
-/// 599 KiB to its peak lower bound + 10 %, 518,852 B, where the estimates stall at 547 KiB).
+/// later each time), where an exact choice among a few goes on down (that step's plan at
+/// 585 KiB to its peak lower bound + 10 %, 518,852 B, where the estimates alone stall).
 const STALLED_CANDIDATES: usize = 32;
 
 /// How far one repair may go.
