@@ -16,8 +16,8 @@
 #
 # KEEP_ALTERNATIVES=1 skips step 1 (PyTorch's environment is 6 GB of wheels) and keeps the
 # committed alternatives.json. TIME_LIMIT (seconds per plan, default 10) bounds steps 2 and 3; greedy, treewidth and dtr get
-# longer in step 3 so their lines reach 100k nodes. 67 minutes on the project's 2-core machine
-# (at 5352034).
+# longer in step 3 so their lines reach 100k nodes. 114 minutes on the project's 2-core machine
+# (at 5ca5ed6).
 # Run tools/setup.sh first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
