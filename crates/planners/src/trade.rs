@@ -276,7 +276,7 @@ fn repair(
         if over.is_empty() {
             return Some(schedule);
         }
-        let excess = over.iter().map(|&t| life.step_bytes[t] - target).sum::<u64>();
+        let excess = excess_over(&life.step_bytes, target);
         if excess < lowest_excess {
             (lowest_excess, since_lowest) = (excess, 0);
         } else {
@@ -319,12 +319,17 @@ fn least_excess_split(
         let trial: Schedule =
             schedule[..*position].iter().chain(chain).chain(&schedule[*position..]).copied().collect();
         let Ok(life) = lifetimes(graph, &trial) else { continue };
-        let excess = life.step_bytes.iter().map(|&bytes| bytes.saturating_sub(target)).sum::<u64>();
+        let excess = excess_over(&life.step_bytes, target);
         if least.as_ref().is_none_or(|(least, _)| excess < *least) {
             least = Some((excess, split));
         }
     }
     least.map(|(_, split)| split)
+}
+
+/// The bytes over `target`, summed over the steps: how far a schedule is from fitting.
+fn excess_over(step_bytes: &[u64], target: u64) -> u64 {
+    step_bytes.iter().map(|&bytes| bytes.saturating_sub(target)).sum()
 }
 
 /// A split: where to insert, the nodes to recompute there in schedule order, and their cost.
