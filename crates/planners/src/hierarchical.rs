@@ -160,7 +160,7 @@
 //! and exact per-block option solving. Its certificate is `--certify`'s, computed beside any
 //! plan ([`crate::cost_bound`]).
 
-use crate::chain::dp::gcd;
+use crate::chain::dp::{gcd, relax, wide_lanes};
 use crate::chain::model::ChainOp;
 use crate::chain::planner::{search_dp_budget, ChainView};
 use crate::selective::{Rule, SelectivePlans};
@@ -848,7 +848,7 @@ impl MenuDp {
             val: vec![f64::INFINITY; pairs * mm],
             choice: vec![0; pairs * mm],
         };
-        dp.fill();
+        MenuDp::fill(&mut dp);
         dp
     }
 
@@ -863,11 +863,17 @@ impl MenuDp {
         self.val[self.at(i, j, m.min(self.mm as i64 - 1))]
     }
 
+    wide_lanes!(
+        /// [`Self::fill_rows`] in the widest vectors the CPU has.
+        fn fill(dp: &mut MenuDp) -> () = MenuDp::fill_rows
+    );
+
     /// Fills `val` and `choice` for every (i, j), shortest spans first. Per span, candidates
     /// are taken in a fixed order (each option, then each split k) and a later one wins only
     /// when strictly cheaper; each candidate is swept over a whole row of m at once, which
     /// reads the shorter spans' rows in order rather than jumping between them per m.
-    fn fill(&mut self) {
+    #[inline(always)]
+    fn fill_rows(&mut self) {
         let mm = self.mm;
         let mut best = vec![f64::INFINITY; mm];
         let mut choice = vec![0u32; mm];
@@ -891,16 +897,21 @@ impl MenuDp {
                         let need = opt.a_bar + self.d[i] + self.d[i - 1] + opt.ob - self.d[j] + outputs;
                         // m − ā ≥ 0 too: below it the rest has no room.
                         let least = (opt.a_bar + opt.of).max(need).max(opt.a_bar).max(0);
-                        let rest = self.row(i + 1, j);
-                        for m in least.min(mm as i64) as usize..mm {
-                            // Summed in the recursion's order, so ties break as they always have.
-                            let cand =
-                                self.uf[i] + self.val[rest + (m as i64 - opt.a_bar) as usize] + self.ub[i] + opt.extra;
-                            if cand < best[m] {
-                                best[m] = cand;
-                                choice[m] = o as u32;
-                            }
+                        if least >= mm as i64 {
+                            continue;
                         }
+                        let least = least as usize;
+                        // The rest's row from m − ā, for each m from `least`.
+                        let rest = self.row(i + 1, j) + least - opt.a_bar as usize;
+                        let rest = &self.val[rest..rest + (mm - least)];
+                        let (uf, ub, extra) = (self.uf[i], self.ub[i], opt.extra);
+                        // Summed in the recursion's order, so ties break as they always have.
+                        relax(
+                            &mut best[least..],
+                            &mut choice[least..],
+                            o as u32,
+                            rest.iter().map(|&v| uf + v + ub + extra),
+                        );
                     }
                 }
                 if len > 0 {
@@ -919,18 +930,31 @@ impl MenuDp {
                         let shift = self.d[j] - self.d[k] - outputs;
                         // m − a_k ≥ 0 and m + shift ≥ 0, or the candidate is infinite.
                         let least = need.max(self.a[k]).max(-shift).max(0) as usize;
-                        for m in least..mm {
-                            let t1 = self.val[after + m - self.a[k] as usize];
-                            if !t1.is_finite() {
-                                continue;
-                            }
-                            let t2 = self.val[before + (m as i64 + shift).min(mm as i64 - 1) as usize];
-                            let cand = tf + t1 + t2;
-                            if cand < best[m] {
-                                best[m] = cand;
-                                choice[m] = SPLIT + (k - i + 1) as u32;
-                            }
+                        if least >= mm {
+                            continue;
                         }
+                        let tag = SPLIT + (k - i + 1) as u32;
+                        // After the split, the row of (k+1, j) from m − a_k; before it, that of
+                        // (i, k) from m + shift, which stays at its last entry from `clamped` on.
+                        let after = &self.val[after + least - self.a[k] as usize..after + mm - self.a[k] as usize];
+                        let clamped = (mm as i64 - shift).clamp(least as i64, mm as i64) as usize;
+                        let (after_unclamped, after_clamped) = after.split_at(clamped - least);
+                        let start = (before as i64 + least as i64 + shift) as usize;
+                        let before_unclamped = &self.val[start..start + (clamped - least)];
+                        let last = self.val[before + mm - 1];
+                        // An infinite term leaves an infinite candidate, which never wins.
+                        relax(
+                            &mut best[least..clamped],
+                            &mut choice[least..clamped],
+                            tag,
+                            after_unclamped.iter().zip(before_unclamped).map(|(&t1, &t2)| tf + t1 + t2),
+                        );
+                        relax(
+                            &mut best[clamped..],
+                            &mut choice[clamped..],
+                            tag,
+                            after_clamped.iter().map(|&t1| tf + t1 + last),
+                        );
                     }
                 }
                 let at = self.at(i, j, 0);
@@ -2213,5 +2237,95 @@ mod tests {
             let ours = crate::smallest_feasible_budget(&HierarchicalRemat, &graph, &order, &options);
             assert!(ours.unwrap() <= chain.unwrap(), "hierarchical {ours:?} vs chain {chain:?}");
         }
+    }
+
+    /// [`MenuDp`]'s recursion one m at a time: the reference its row sweeps must match to the
+    /// bit, choices included.
+    fn menu_dp_per_m(dp: &MenuDp) -> (Vec<f64>, Vec<u32>) {
+        let mm = dp.mm as i64;
+        let mut val = vec![f64::INFINITY; dp.val.len()];
+        let mut choices = vec![0u32; dp.choice.len()];
+        let get = |val: &[f64], i: usize, j: usize, m: i64| {
+            if m < 0 {
+                f64::INFINITY
+            } else {
+                val[dp.at(i, j, m.min(mm - 1))]
+            }
+        };
+        for len in 0..dp.l1 {
+            for i in 1..=dp.l1 - len {
+                let j = i + len;
+                for m in 0..mm {
+                    let (mut best, mut choice) = (f64::INFINITY, 0u32);
+                    for (o, opt) in dp.options[i].iter().enumerate() {
+                        let (least, cand) = if len == 0 {
+                            let least = (opt.a_bar + opt.of).max(opt.a_bar + dp.d[i - 1] + opt.ob);
+                            (least, dp.uf[i] + dp.ub[i] + opt.extra)
+                        } else {
+                            let outputs = dp.g[j] - dp.g[i];
+                            let need = opt.a_bar + dp.d[i] + dp.d[i - 1] + opt.ob - dp.d[j] + outputs;
+                            let rest = get(&val, i + 1, j, m - opt.a_bar);
+                            ((opt.a_bar + opt.of).max(need), dp.uf[i] + rest + dp.ub[i] + opt.extra)
+                        };
+                        if least <= m && cand < best {
+                            best = cand;
+                            choice = o as u32;
+                        }
+                    }
+                    if len > 0 {
+                        let mut need = dp.a[i] + dp.of[i];
+                        let mut tf = dp.uf[i];
+                        for k in i..j {
+                            if k > i {
+                                need = need.max(dp.a[k - 1] + dp.a[k] + dp.of[k]);
+                                tf += dp.uf[k];
+                            }
+                            if need > m {
+                                break;
+                            }
+                            let t1 = get(&val, k + 1, j, m - dp.a[k]);
+                            let t2 = get(&val, i, k, m + dp.d[j] - dp.d[k] - (dp.g[j] - dp.g[k]));
+                            if tf + t1 + t2 < best {
+                                best = tf + t1 + t2;
+                                choice = SPLIT + (k - i + 1) as u32;
+                            }
+                        }
+                    }
+                    let at = dp.at(i, j, m);
+                    val[at] = best;
+                    choices[at] = choice;
+                }
+            }
+        }
+        (val, choices)
+    }
+
+    /// The menus' DP, swept a row at a time in the widest vectors this CPU has, fills the same
+    /// table as its recursion one m at a time: same values to the bit, same choices (ties to
+    /// the first candidate), for every backward term, both roundings and coarse and fine units.
+    #[test]
+    fn menu_dp_row_sweeps_match_the_recursion_per_m() {
+        let mut compared = 0;
+        for graph in
+            [Transformer::new(3).generate(), FeedForward::residual(5).generate(), FeedForward::mlp(4).generate()]
+        {
+            let order = graph.topological_schedule();
+            for blocks in HierarchicalRemat::views_with_menus(&graph, &order, Deadline::NONE) {
+                let total = blocks.view.chain.total_bytes();
+                for budget in [total / 3, total / 2, 3 * total / 4, total] {
+                    for backward in [BackwardTerm::Plain, BackwardTerm::Scoped, BackwardTerm::Net] {
+                        for (nearest, slots) in [(false, 40), (true, 40), (false, SLOTS), (true, 2 * SLOTS)] {
+                            let dp = MenuDp::new(&blocks, &blocks.outputs, budget, backward, nearest, slots);
+                            let (val, choice) = menu_dp_per_m(&dp);
+                            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                            assert_eq!(bits(&dp.val), bits(&val), "budget {budget}, {backward:?}, {nearest}, {slots}");
+                            assert_eq!(dp.choice, choice, "budget {budget}, {backward:?}, {nearest}, {slots}");
+                            compared += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(compared >= 3 * 2 * 4 * 3 * 4, "{compared} tables compared");
     }
 }
