@@ -62,10 +62,14 @@ pub fn peak_lower_bound(graph: &Graph) -> u64 {
     *graph.peak_bound_memo().get_or_init(|| last_large_step_bound(graph, lower_bound(graph), PEAK_BOUND_WORK))
 }
 
-/// The edge slots [`peak_lower_bound`]'s flows may scan (each flow counted once per edge): a
-/// second at most on a step of 10^5 nodes. A 2,000-node transformer or ResNet step needs about
-/// 10^7, a 9,000-node one (240 layers) about 1.3·10^7.
-pub const PEAK_BOUND_WORK: u64 = 40_000_000;
+/// The visits [`peak_lower_bound`] may make in all: each edge of each network built or copied,
+/// and what its flows visit ([`FlowNetwork::max_flow_within`]). Measured on a 2-core Xeon: at
+/// most about 1.5 s on generated steps of 10^4–10^5 nodes (graph building aside); every
+/// bundled step's bound finishes within it (resnet.stablehlo's needs more than 3·10^8), a
+/// 3,000-node ResNet-like step's would take 1.4·10^9 edge visits in its flows alone (six
+/// seconds) and stops short. Counted per visit, not per flow: Dinic's phases make one flow on
+/// a deep step cost dozens of passes over its edges.
+pub const PEAK_BOUND_WORK: u64 = 400_000_000;
 
 /// Calls `f` with every way to execute `id` as one step: the storage roots resident at it
 /// (result first) and their bytes, unfused first (a taken input buffer counted once, and the
@@ -110,7 +114,7 @@ fn last_large_step_bound(graph: &Graph, floor: u64, work: u64) -> u64 {
     let (source, sink) = (2 * n, 2 * n + 1);
     let (into, out) = (|v: NodeId| 2 * v.index(), |v: NodeId| 2 * v.index() + 1);
     let mut best = floor;
-    let mut spent = 0u64;
+    let mut work = work;
     for threshold in thresholds {
         let large = |v: NodeId| least[v.index()] >= threshold;
         // The network: a value is an edge in → out weighing its bytes (a view is never cut
@@ -140,7 +144,9 @@ fn last_large_step_bound(graph: &Graph, floor: u64, work: u64) -> u64 {
         for &o in &outputs {
             network.add_edge(out(o), sink, f64::INFINITY);
         }
-        let solve_work = network.edge_slots() as u64;
+        // Building the network, and each copy of it below, visits its edges too.
+        let Some(left) = work.checked_sub(network.edge_slots() as u64) else { break };
+        work = left;
         // The last large step, cheapest footprints first: one at or below `best` ends this
         // threshold, as it cannot raise the bound.
         let mut candidates: Vec<(u64, NodeId, usize)> = ops
@@ -155,18 +161,22 @@ fn last_large_step_bound(graph: &Graph, floor: u64, work: u64) -> u64 {
             if bytes >= at_threshold {
                 break;
             }
-            if spent + solve_work > work {
+            let Some(left) = work.checked_sub(network.edge_slots() as u64) else {
                 complete = false;
                 break;
-            }
-            spent += solve_work;
+            };
+            work = left;
             let mut resident = network.clone();
             for &r in &ways[v.index()][k].0 {
                 if !graph.node(r).argument {
                     resident.close_edge(value_edge[r.index()]);
                 }
             }
-            let cut = resident.max_flow(source, sink, 0.5).floor() as u64;
+            let Ok(flow) = resident.max_flow_within(source, sink, 0.5, &mut work) else {
+                complete = false;
+                break;
+            };
+            let cut = flow.floor() as u64;
             at_threshold = at_threshold.min(bytes + cut);
             if at_threshold <= best {
                 break;

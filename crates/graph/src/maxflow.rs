@@ -55,6 +55,16 @@ impl FlowNetwork {
     /// Pushes a maximum flow from `source` to `sink` and returns its value. Residual capacities
     /// below `epsilon` count as saturated.
     pub fn max_flow(&mut self, source: usize, sink: usize, epsilon: f64) -> f64 {
+        let mut work = u64::MAX;
+        self.max_flow_within(source, sink, epsilon, &mut work).unwrap_or_else(|partial| partial)
+    }
+
+    /// [`max_flow`](Self::max_flow) within `work` visits (each edge a search or an augmenting
+    /// path looks at, each step of a path pushed along, each vertex a phase resets), which it takes from
+    /// `work`: `Ok(value)` when the flow is maximum, else `Err` with the value of the flow
+    /// pushed so far (a feasible flow: at most the maximum). Counting visits rather than time
+    /// keeps a bound built on it the same on every run and machine.
+    pub fn max_flow_within(&mut self, source: usize, sink: usize, epsilon: f64, work: &mut u64) -> Result<f64, f64> {
         let n = self.first.len();
         let mut level = vec![u32::MAX; n];
         let mut current = vec![NONE; n];
@@ -66,11 +76,14 @@ impl FlowNetwork {
             queue.clear();
             queue.push(source as u32);
             let mut i = 0;
+            // Each phase also resets the levels and the current arcs: a pass over the vertices.
+            let mut visits = 2 * n as u64;
             while i < queue.len() {
                 let v = queue[i] as usize;
                 i += 1;
                 let mut e = self.first[v];
                 while e != NONE {
+                    visits += 1;
                     let w = self.head[e as usize] as usize;
                     if self.residual[e as usize] > epsilon && level[w] == u32::MAX {
                         level[w] = level[v] + 1;
@@ -79,12 +92,14 @@ impl FlowNetwork {
                     e = self.next[e as usize];
                 }
             }
+            *work = work.checked_sub(visits).ok_or(total)?;
             if level[sink] == u32::MAX {
-                return total;
+                return Ok(total);
             }
             current.copy_from_slice(&self.first);
             loop {
-                let pushed = self.augment(source, sink, f64::INFINITY, &level, &mut current, epsilon);
+                let pushed =
+                    self.augment(source, sink, f64::INFINITY, &level, &mut current, epsilon, work).ok_or(total)?;
                 if pushed <= epsilon {
                     break;
                 }
@@ -94,7 +109,8 @@ impl FlowNetwork {
     }
 
     /// One augmenting path in the level graph, found iteratively (paths can be as long as the
-    /// graph is deep), with at most `limit` pushed along it.
+    /// graph is deep), with at most `limit` pushed along it; `None` once `work` runs out.
+    #[allow(clippy::too_many_arguments)]
     fn augment(
         &mut self,
         source: usize,
@@ -103,11 +119,15 @@ impl FlowNetwork {
         level: &[u32],
         current: &mut [u32],
         epsilon: f64,
-    ) -> f64 {
+        work: &mut u64,
+    ) -> Option<f64> {
         let mut path: Vec<u32> = Vec::new();
         let mut v = source;
+        let mut visits = 0u64;
         loop {
             if v == sink {
+                visits += path.len() as u64;
+                *work = work.checked_sub(visits)?;
                 let mut pushed = limit;
                 for &e in &path {
                     pushed = pushed.min(self.residual[e as usize]);
@@ -116,10 +136,11 @@ impl FlowNetwork {
                     self.residual[e as usize] -= pushed;
                     self.residual[(e ^ 1) as usize] += pushed;
                 }
-                return pushed;
+                return Some(pushed);
             }
             let mut advanced = false;
             while current[v] != NONE {
+                visits += 1;
                 let e = current[v] as usize;
                 let w = self.head[e] as usize;
                 if self.residual[e] > epsilon && level[w] == level[v] + 1 {
@@ -132,7 +153,10 @@ impl FlowNetwork {
             }
             if !advanced {
                 // Dead end: retreat, and skip the edge that led here from now on.
-                let Some(e) = path.pop() else { return 0.0 };
+                let Some(e) = path.pop() else {
+                    *work = work.checked_sub(visits)?;
+                    return Some(0.0);
+                };
                 let tail = self.head[(e ^ 1) as usize] as usize;
                 current[tail] = self.next[e as usize];
                 v = tail;
@@ -230,5 +254,42 @@ mod tests {
             checked += 1;
         }
         assert_eq!(checked, 200);
+    }
+
+    /// Cut short, a flow is feasible (at most the maximum) and uses no more work than given;
+    /// given enough, it is the maximum and says how much it took.
+    #[test]
+    fn a_flow_within_a_work_limit_stops_below_the_maximum() {
+        let mut rng = remat_rng::SplitMix64::new(11);
+        let (mut cut_short, mut finished) = (0, 0);
+        for _ in 0..100 {
+            let n = 4 + rng.below(12) as usize;
+            let mut g = FlowNetwork::new(n);
+            for a in 0..n {
+                for b in 0..n {
+                    if a != b && rng.below(3) == 0 {
+                        g.add_edge(a, b, rng.below(10) as f64);
+                    }
+                }
+            }
+            let maximum = g.clone().max_flow(0, n - 1, 1e-12);
+            let mut plenty = u64::MAX;
+            assert_eq!(g.clone().max_flow_within(0, n - 1, 1e-12, &mut plenty), Ok(maximum));
+            let needed = u64::MAX - plenty;
+            assert!(needed > 0);
+            let mut short = rng.below(needed);
+            match g.clone().max_flow_within(0, n - 1, 1e-12, &mut short) {
+                Err(partial) => {
+                    assert!(partial <= maximum, "{partial} > {maximum}");
+                    cut_short += 1;
+                }
+                Ok(flow) => panic!("{flow} within {short} of the {needed} visits it needs"),
+            }
+            let mut exact = needed;
+            assert_eq!(g.clone().max_flow_within(0, n - 1, 1e-12, &mut exact), Ok(maximum));
+            assert_eq!(exact, 0);
+            finished += 1;
+        }
+        assert_eq!((cut_short, finished), (100, 100));
     }
 }
