@@ -228,6 +228,9 @@ enum Command {
         /// How long the whole regeneration took.
         #[arg(long)]
         minutes: Option<f64>,
+        /// The commit of planner-time.json where it was measured again after the rest.
+        #[arg(long)]
+        planner_time_commit: Option<String>,
     },
     /// One plan, printed as JSON (the child process of `sweep` and `planner-time`).
     #[command(hide = true)]
@@ -287,8 +290,14 @@ fn main() {
                 },
             )
         }
-        Command::Report { dir, output, commit, machine, minutes } => {
-            report::write(&dir, &output, &commit, &machine, minutes)
+        Command::Report { dir, output, commit, machine, minutes, planner_time_commit } => {
+            let provenance = report::Provenance {
+                commit: &commit,
+                machine: &machine,
+                minutes,
+                planner_time_commit: planner_time_commit.as_deref(),
+            };
+            report::write(&dir, &output, &provenance)
         }
         Command::Plan { graph, family, nodes, strategy, percent, time_limit } => {
             let source = match (graph, family, nodes) {
