@@ -160,7 +160,7 @@
 //! and exact per-block option solving. Its certificate is `--certify`'s, computed beside any
 //! plan ([`crate::cost_bound`]).
 
-use crate::chain::dp::{gcd, relax, wide_lanes};
+use crate::chain::dp::{gcd, relax, relax_split, wide_lanes, Split};
 use crate::chain::model::ChainOp;
 use crate::chain::planner::{search_dp_budget, ChainView};
 use crate::selective::{Rule, SelectivePlans};
@@ -926,35 +926,14 @@ impl MenuDp {
                             break;
                         }
                         let outputs = self.g[j] - self.g[k];
-                        let (after, before) = (self.row(k + 1, j), self.row(i, k));
-                        let shift = self.d[j] - self.d[k] - outputs;
-                        // m − a_k ≥ 0 and m + shift ≥ 0, or the candidate is infinite.
-                        let least = need.max(self.a[k]).max(-shift).max(0) as usize;
-                        if least >= mm {
-                            continue;
-                        }
-                        let tag = SPLIT + (k - i + 1) as u32;
-                        // After the split, the row of (k+1, j) from m − a_k; before it, that of
-                        // (i, k) from m + shift, which stays at its last entry from `clamped` on.
-                        let after = &self.val[after + least - self.a[k] as usize..after + mm - self.a[k] as usize];
-                        let clamped = (mm as i64 - shift).clamp(least as i64, mm as i64) as usize;
-                        let (after_unclamped, after_clamped) = after.split_at(clamped - least);
-                        let start = (before as i64 + least as i64 + shift) as usize;
-                        let before_unclamped = &self.val[start..start + (clamped - least)];
-                        let last = self.val[before + mm - 1];
-                        // An infinite term leaves an infinite candidate, which never wins.
-                        relax(
-                            &mut best[least..clamped],
-                            &mut choice[least..clamped],
-                            tag,
-                            after_unclamped.iter().zip(before_unclamped).map(|(&t1, &t2)| tf + t1 + t2),
-                        );
-                        relax(
-                            &mut best[clamped..],
-                            &mut choice[clamped..],
-                            tag,
-                            after_clamped.iter().map(|&t1| tf + t1 + last),
-                        );
+                        let split = Split {
+                            after: self.row(k + 1, j),
+                            a_k: self.a[k],
+                            before: self.row(i, k),
+                            shift: self.d[j] - self.d[k] - outputs,
+                            forward: tf,
+                        };
+                        relax_split(&self.val, &mut best, &mut choice, SPLIT + (k - i + 1) as u32, need, &split);
                     }
                 }
                 let at = self.at(i, j, 0);

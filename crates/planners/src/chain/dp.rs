@@ -345,35 +345,14 @@ impl Rotor {
                         if need >= mm as i64 {
                             break;
                         }
-                        let shift = u.d[j] - u.d[k];
-                        // m − a_k ≥ 0 and m + shift ≥ 0, or the candidate is infinite.
-                        let least = from(need.max(u.a[k]).max(-shift));
-                        if least == mm {
-                            continue;
-                        }
-                        let tag = (k - i + 1) as u16;
-                        // After the split, the row of (k+1, j) from m − a_k; before it, that of
-                        // (i, k) from m + shift, which stays at its last entry from `clamped` on.
-                        let after = r.row(k + 1, j) + least - u.a[k] as usize;
-                        let after = &r.val[after..after + (mm - least)];
-                        let clamped = (mm as i64 - shift).clamp(least as i64, mm as i64) as usize;
-                        let (after_unclamped, after_clamped) = after.split_at(clamped - least);
-                        let before = r.row(i, k);
-                        let start = (before as i64 + least as i64 + shift) as usize;
-                        let before_unclamped = &r.val[start..start + (clamped - least)];
-                        let last = r.val[before + mm - 1];
-                        relax(
-                            &mut best[least..clamped],
-                            &mut choice[least..clamped],
-                            tag,
-                            after_unclamped.iter().zip(before_unclamped).map(|(&t1, &t2)| tf + t1 + t2),
-                        );
-                        relax(
-                            &mut best[clamped..],
-                            &mut choice[clamped..],
-                            tag,
-                            after_clamped.iter().map(|&t1| tf + t1 + last),
-                        );
+                        let split = Split {
+                            after: r.row(k + 1, j),
+                            a_k: u.a[k],
+                            before: r.row(i, k),
+                            shift: u.d[j] - u.d[k],
+                            forward: tf,
+                        };
+                        relax_split(&r.val, &mut best, &mut choice, (k - i + 1) as u16, need, &split);
                     }
                 }
                 let at = r.row(i, j);
@@ -419,6 +398,46 @@ pub(crate) fn relax<T: Copy>(best: &mut [f64], choice: &mut [T], tag: T, candida
         *best = if better { cand } else { *best };
         *choice = if better { tag } else { *choice };
     }
+}
+
+/// A split candidate of Rotor's recursion (and of the menus' DP, which has its form): run the
+/// forward of `[i..=k]` (`forward`, its time), then `[k+1..=j]` on top of `a_k`, then `[i..=k]`
+/// with `shift` more units free. `after` and `before` are where the two sub-spans' rows start
+/// in the table.
+pub(crate) struct Split {
+    pub after: usize,
+    pub a_k: i64,
+    pub before: usize,
+    pub shift: i64,
+    pub forward: f64,
+}
+
+/// [`relax`] with `split`'s candidate for every m from `need` on, read from `val` (a row per
+/// span, `best.len()` entries each): `forward + val(k+1, j, m − a_k) + val(i, k, m + shift)`,
+/// the second row read at its last entry beyond its end. Below `a_k` or `−shift` the candidate
+/// is infinite, and an infinite term leaves an infinite candidate, which never wins.
+#[inline(always)]
+pub(crate) fn relax_split<T: Copy>(val: &[f64], best: &mut [f64], choice: &mut [T], tag: T, need: i64, split: &Split) {
+    let mm = best.len();
+    let least = need.max(split.a_k).max(-split.shift).clamp(0, mm as i64) as usize;
+    if least == mm {
+        return;
+    }
+    let after = split.after + least - split.a_k as usize;
+    let after = &val[after..after + (mm - least)];
+    let clamped = (mm as i64 - split.shift).clamp(least as i64, mm as i64) as usize;
+    let (after_unclamped, after_clamped) = after.split_at(clamped - least);
+    let start = (split.before as i64 + least as i64 + split.shift) as usize;
+    let before_unclamped = &val[start..start + (clamped - least)];
+    let last = val[split.before + mm - 1];
+    let forward = split.forward;
+    relax(
+        &mut best[least..clamped],
+        &mut choice[least..clamped],
+        tag,
+        after_unclamped.iter().zip(before_unclamped).map(|(&t1, &t2)| forward + t1 + t2),
+    );
+    relax(&mut best[clamped..], &mut choice[clamped..], tag, after_clamped.iter().map(|&t1| forward + t1 + last));
 }
 
 /// Declares `fn $name(args) -> ret` running `$body` (an `#[inline(always)]` function, so
