@@ -38,7 +38,7 @@ fi
 rm -f "$out"/pareto-*.svg "$out"/planner-time-*.svg "$out"/timeline-*.svg
 inputs=(examples/mlp_small.mlir examples/{mlp,rnn_scan,transformer,resnet,transformer12,transformer_scan,cnn_pool,attention_causal,lm_dropout,torch_mlp}.linalg.mlir
         examples/{transformer12,resnet,cnn_pool,attention_causal,lm_dropout}.stablehlo.mlir examples/graphs/*.json
-        vgg16 vgg19 resnet18 resnet34 resnet152 densenet121 densenet201)
+        vgg16 vgg19 resnet34 resnet152 densenet121 densenet201)
 "$target/remat-bench" sweep "${inputs[@]}" --time-limit "$limit" \
   --remat-opt "$target/remat-opt" --remat-run "$target/remat-run" --alternatives "$out/alternatives.json" --out "$out"
 

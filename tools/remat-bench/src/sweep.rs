@@ -130,6 +130,7 @@ pub fn run(
     runner: &Runner,
     out: &Path,
 ) -> Result<(), String> {
+    distinct_models(inputs)?;
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let scratch = std::env::temp_dir().join(format!("remat-bench-sweep-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
@@ -317,6 +318,23 @@ fn measure_targets(measurer: &mut Measurer, rows: &mut [SweepRow], model: &str, 
             }
         }
     }
+}
+
+/// Rows are keyed by model name: two inputs of one name (a graph file and the generated
+/// network it was exported from) would be planned twice and listed twice in every table.
+fn distinct_models(inputs: &[PathBuf]) -> Result<(), String> {
+    let mut seen: HashMap<String, &PathBuf> = HashMap::new();
+    for input in inputs {
+        if let Some(first) = seen.insert(model_name(input), input) {
+            return Err(format!(
+                "{} and {} are both model '{}': give the sweep one of them",
+                first.display(),
+                input.display(),
+                model_name(input)
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn model_name(path: &Path) -> String {
@@ -515,5 +533,13 @@ mod tests {
         assert_eq!(target_overheads(&alternatives, "t.linalg"), vec![0.0, 0.03, 0.22]);
         assert_eq!(target_overheads(&alternatives, "u"), vec![0.5]);
         assert!(target_overheads(&alternatives, "v.linalg").is_empty());
+    }
+
+    #[test]
+    fn two_inputs_of_one_model_name_are_refused() {
+        let inputs = |names: &[&str]| names.iter().map(PathBuf::from).collect::<Vec<_>>();
+        assert_eq!(distinct_models(&inputs(&["examples/graphs/resnet18.json", "vgg16", "a.linalg.mlir"])), Ok(()));
+        let err = distinct_models(&inputs(&["examples/graphs/resnet18.json", "vgg16", "resnet18"])).unwrap_err();
+        assert!(err.contains("examples/graphs/resnet18.json and resnet18 are both model 'resnet18'"), "{err}");
     }
 }
