@@ -23,14 +23,14 @@
 //! chooses splits together ([`covering_splits`]): the cheapest set whose bytes cover every
 //! over-budget step's excess, by the same estimates, a covering program that HiGHS solves; a
 //! few rounds, each on the schedule the last one left, then the greedy for the rest; on small
-//! schedules (and where no round could be solved) the greedy alone as well, the cheaper kept. Splits taken one by one by bytes freed per
-//! cost can pay twice for steps one dearer split spans whole: transformer12's linalg step at
-//! its peak lower bound + 10 % costs +26.7 % this way where the greedy alone costs +27.9 %.
-//! That is how the
-//! hierarchical planner goes below the least memory its DP reaches: the DP keeps a checkpoint
-//! per block through the backward, and near its least the peak is where those checkpoints sit
-//! beside one block's working set (a 240-layer transformer: 38.6 MiB least, 37.2 MiB after
-//! splits, at +52.7 % where DTR needs +1041 %).
+//! schedules (and where no round could be solved) the greedy alone as well, the cheaper kept.
+//! Splits taken one by one by bytes freed per cost can pay twice for steps one dearer split
+//! spans whole: transformer12's linalg step at its peak lower bound + 10 % costs +26.7 % this
+//! way where the greedy alone costs +27.9 %. That is how the hierarchical planner goes below
+//! the least memory its DP reaches: the DP keeps a checkpoint per block through the backward,
+//! and near its least the peak is where those checkpoints sit beside one block's working set
+//! (a 240-layer transformer: 38.6 MiB least, 37.2 MiB after splits, at +52.7 % where DTR needs
+//! +1041 %).
 //!
 //! Every schedule it keeps was simulated by [`remat_graph::lifetimes`], so the memory model's
 //! views, buffer reuse and fusion are decided exactly; the split estimates ignore them and only
@@ -212,8 +212,9 @@ pub(crate) fn descend(
     // way would double the descents' time, which near a step's least fill the hierarchical
     // planner's time limit.
     let start = covered(graph, &splittable, schedule.to_vec(), target, &mut work);
-    let by_cover = start.clone().and_then(|start| repair(graph, &splittable, start, target, &limits, &mut work));
-    let by_greedy = (start.is_none() || schedule.len() <= BOTH_WAYS_STEPS)
+    let none_solved = start.is_none();
+    let by_cover = start.and_then(|start| repair(graph, &splittable, start, target, &limits, &mut work));
+    let by_greedy = (none_solved || schedule.len() <= BOTH_WAYS_STEPS)
         .then(|| {
             let mut work = Work { left: WORK_STEPS, deadline };
             repair(graph, &splittable, schedule.to_vec(), target, &limits, &mut work)
